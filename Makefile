@@ -1,0 +1,66 @@
+# Two commands for learners (README): `make lab` and `make test`. Everything else is for instructors
+# and developers. Each target creates .venv if missing and installs what it needs itself.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+TEST_STAMP := $(VENV)/.installed-test
+LAB_PORT ?= 8888
+LAB_TOKEN ?=
+LAB_BROWSER ?=
+PYTEST_WORKERS ?= 2
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+TOKEN_FLAG := $(if $(LAB_TOKEN),--IdentityProvider.token=$(LAB_TOKEN),)
+
+.PHONY: lab test test-full doctor lint strip clean install install-test kernel help
+
+help:
+	@echo "make lab        set up .venv and open the course in JupyterLab"
+	@echo "make test       set up .venv and run the whole test suite (smoke sizes, ~10 min on 2 cores)"
+	@echo "make test-full  run every notebook at learner sizes and report its time"
+	@echo "make doctor     readiness table of this machine (for instructors)"
+	@echo "make lint       ruff on helpers, tests, tools and notebooks"
+	@echo "make strip      strip outputs from notebooks before committing"
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(RUNTIME_STAMP): requirements.txt pyproject.toml tools/install.py | $(PY)
+	$(PY) tools/install.py
+	@touch $@
+
+$(TEST_STAMP): $(RUNTIME_STAMP) requirements-test.txt
+	$(PY) tools/install.py --test
+	@touch $@
+
+install: $(RUNTIME_STAMP)
+install-test: $(TEST_STAMP)
+
+kernel: $(RUNTIME_STAMP)
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (GPU DL course)" >/dev/null
+
+lab: kernel
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 --port=$(LAB_PORT) \
+		$(ROOT_FLAG) $(TOKEN_FLAG) $(LAB_BROWSER)
+
+doctor: $(RUNTIME_STAMP)
+	@$(PY) -m helpers.doctor
+
+lint: $(TEST_STAMP)
+	$(VENV)/bin/ruff check helpers tests tools notebooks
+
+test: $(TEST_STAMP) kernel lint
+	$(VENV)/bin/nbstripout --verify --keep-id notebooks/*.ipynb
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow" tests
+	COURSE_SMOKE=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval-lax \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider notebooks
+
+test-full: $(TEST_STAMP) kernel
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -m slow tests -s
+
+strip: $(TEST_STAMP)
+	$(VENV)/bin/nbstripout --keep-id notebooks/*.ipynb
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache scratch

@@ -1,0 +1,147 @@
+"""``helpers.setup``: the first thing every notebook's setup cell calls.
+
+Order matters, and it is the same in every notebook:
+
+1. validate the parameters (fails in milliseconds, before TensorFlow is imported);
+2. import TensorFlow quietly;
+3. apply device settings (memory growth, logical devices) - idempotent, so running the setup cell
+   twice, or after TensorFlow has already started, gives a note instead of a crash;
+4. seed Python, NumPy and TensorFlow;
+5. print one line about the hardware and return the full :class:`helpers.env.Report`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from helpers import env, params
+
+MIB = 1024**2
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _check_options(memory_growth: Any, logical_devices: Any, logical_memory_mb: Any) -> None:
+    if not isinstance(memory_growth, bool):
+        raise ValueError(f"memory_growth={memory_growth!r}: use True or False.")
+    if logical_devices is not None and (not isinstance(logical_devices, int) or isinstance(logical_devices, bool)
+                                        or not 1 <= logical_devices <= 64):
+        raise ValueError(f"logical_devices={logical_devices!r}: use None or an integer from 1 to 64.")
+    if logical_memory_mb is not None and (not isinstance(logical_memory_mb, int) or logical_memory_mb < 64):
+        raise ValueError(f"logical_memory_mb={logical_memory_mb!r}: use None or an integer >= 64 (MiB).")
+
+
+def configure_devices(tf: Any, memory_growth: bool = True, logical_devices: int | None = None,
+                      logical_memory_mb: int | None = None, nvml: Any | None = None) -> list[str]:
+    """Apply device settings before TensorFlow initialises its devices; return notes for the learner.
+
+    * ``memory_growth``: let each GPU's memory grow as needed instead of taking it all at start.
+    * ``logical_devices=N``: make sure N devices of one kind exist for data parallelism. With N or
+      more GPUs nothing changes; with one GPU it is split into N logical GPUs (each
+      ``logical_memory_mb``); with no GPU the CPU is split into N logical CPUs.
+
+    Settings can only change before TensorFlow initialises the devices. If it already has (the
+    setup cell ran before in this kernel), a setting that already holds passes silently and one
+    that does not gives a note that says to restart the kernel.
+
+    Example:
+        >>> configure_devices(env.tensorflow(), memory_growth=True)  # CPU: nothing to do
+        []
+    """
+    notes: list[str] = []
+    gpus = tf.config.list_physical_devices("GPU")
+    split = None
+    if logical_devices and logical_devices > 1 and len(gpus) < logical_devices:
+        split = gpus[0] if gpus else tf.config.list_physical_devices("CPU")[0]
+    if split is not None:
+        kind = split.device_type
+        if kind == "GPU":
+            if logical_memory_mb is None:
+                total = next((r.memory_total_bytes for r in env.nvml_readings(nvml) if r.memory_total_bytes), None)
+                logical_memory_mb = int(0.8 * total / logical_devices / MIB) if total else 2048
+            configs = [tf.config.LogicalDeviceConfiguration(memory_limit=logical_memory_mb)
+                       for _ in range(logical_devices)]
+        else:
+            configs = [tf.config.LogicalDeviceConfiguration() for _ in range(logical_devices)]
+        try:
+            tf.config.set_logical_device_configuration(split, configs)
+        except RuntimeError:
+            have = len(tf.config.list_logical_devices(kind))
+            if have != logical_devices:
+                notes.append(f"TensorFlow had already started with {have} logical {kind}(s), so it cannot make "
+                             f"{logical_devices} now: use Kernel > Restart, then run the notebook from the top.")
+        gpus = [g for g in gpus if g is not split]  # a split GPU has fixed memory limits, not growth
+    if memory_growth:
+        for gpu in gpus:
+            try:
+                tf.config.experimental.set_memory_growth(gpu, True)
+            except RuntimeError:
+                if not tf.config.experimental.get_memory_growth(gpu):
+                    notes.append(f"{gpu.name}: TensorFlow had already started, so memory growth stays off "
+                                 "in this kernel: use Kernel > Restart to turn it on.")
+            except ValueError:  # not a GPU that supports it: nothing to set
+                pass
+    return notes
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and TensorFlow's random generators (through Keras)."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+
+
+def setup(*, memory_growth: bool = True, logical_devices: int | None = None,
+          logical_memory_mb: int | None = None, quiet: bool = False, **notebook_params: Any) -> env.Report:
+    """Validate parameters, import TensorFlow quietly, apply device settings, seed, report hardware.
+
+    Args:
+        memory_growth: let GPU memory grow on demand (default True).
+        logical_devices: ensure this many devices of one kind exist (notebook 07); see
+            :func:`configure_devices`.
+        logical_memory_mb: memory of each logical GPU when one GPU is split.
+        quiet: do not print the hardware line.
+        **notebook_params: the notebook's parameters (SMOKE, SEED, RESULTS_PATH, ...); each is
+            checked against :data:`helpers.params.RULES`.
+
+    Returns:
+        The hardware and software report of this run.
+
+    Example:
+        >>> hw = setup(SMOKE=True, SEED=0, RESULTS_PATH="", quiet=True)
+        >>> hw.gpu_count >= 0
+        True
+    """
+    params.validate(notebook_params)
+    _check_options(memory_growth, logical_devices, logical_memory_mb)
+    tf = env.tensorflow()
+    notes = configure_devices(tf, memory_growth, logical_devices, logical_memory_mb)
+    if "SEED" in notebook_params:
+        seed_everything(notebook_params["SEED"])
+    report = env.report(tf)
+    report.notes = notes
+    if not quiet:
+        flags = " ".join(f"{k}={notebook_params[k]}" for k in ("SMOKE", "SEED") if k in notebook_params)
+        print(f"Hardware: {report.summary()}" + (f" | {flags}" if flags else ""))
+        for note in notes:
+            print(f"Note: {note}")
+    return report
+
+
+def scratch_dir(name: str) -> Path:
+    """The folder where notebook `name` may write files (created if needed).
+
+    ``$COURSE_SCRATCH/<name>`` when that variable is set (tests point it at a temporary folder),
+    else ``scratch/<name>`` at the top of the course.
+
+    Example:
+        >>> scratch_dir("00_environment_check").name
+        '00_environment_check'
+    """
+    if not name or "/" in name or "\\" in name or name.startswith("."):
+        raise ValueError(f"name={name!r}: use a plain folder name such as '04_input_pipelines'.")
+    base = Path(os.environ.get("COURSE_SCRATCH") or ROOT / "scratch")
+    path = base / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path

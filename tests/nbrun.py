@@ -58,8 +58,8 @@ class Run:
 
 def run_notebook(name: str, workdir: Path, smoke: bool = True, timeout: int = 600, **params: Any) -> Run:
     """Execute notebooks/<name> with papermill in `workdir` (its scratch folder too)."""
-    import papermill as pm
     import nbformat
+    import papermill as pm
 
     workdir.mkdir(parents=True, exist_ok=True)
     results_path = workdir / "results.json"

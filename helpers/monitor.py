@@ -1,0 +1,266 @@
+"""A small utilisation sampler: how busy the GPU (or, without one, the CPU) is while code runs.
+
+:class:`UtilisationSampler` runs a background thread that reads one number every ``interval``
+seconds, labelled with the phase you are in (``"idle"``, ``"training"``, ...):
+
+* with an NVIDIA driver: the GPU's utilisation from NVML (percent of time a kernel was running);
+* without one: the CPU time this Python process used, from psutil, as a percent of all cores.
+
+Example (in a notebook)::
+
+    with helpers.monitor.UtilisationSampler() as sampler:
+        time.sleep(1)                  # idle baseline
+        sampler.phase("training")
+        model.fit(x, y, verbose=0)
+    sampler.summary()   # {"idle": {"mean": ..., "max": ..., "n": ...}, "training": {...}}
+"""
+
+from __future__ import annotations
+
+import importlib
+import statistics
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from helpers.env import NvmlReading
+
+GPU_SOURCE = "GPU (NVML)"
+CPU_SOURCE = "CPU (psutil)"
+SOURCES = (GPU_SOURCE, CPU_SOURCE)
+GIB = 1024**3
+
+# A made-up 4-GPU server for the exercises (not measured anywhere): what nvml_readings() returns.
+EXAMPLE_READINGS = [
+    NvmlReading(0, "Tesla T4", utilization_pct=92.0, memory_used_bytes=14 * GIB,
+                memory_total_bytes=15 * GIB, power_w=68.0, temperature_c=71.0),
+    NvmlReading(1, "Tesla T4", utilization_pct=3.0, memory_used_bytes=13 * GIB,
+                memory_total_bytes=15 * GIB, power_w=31.0, temperature_c=48.0),
+    NvmlReading(2, "Tesla T4", utilization_pct=35.0, memory_used_bytes=4 * GIB,
+                memory_total_bytes=15 * GIB, power_w=45.0, temperature_c=60.0),
+    NvmlReading(3, "Tesla T4", utilization_pct=61.0, memory_used_bytes=2 * GIB,
+                memory_total_bytes=15 * GIB, power_w=52.0, temperature_c=64.0),
+]
+
+
+def _fmt(value: float | None, unit: str, scale: float = 1.0, digits: int = 0) -> str:
+    return "n/a" if value is None else f"{value / scale:.{digits}f} {unit}"
+
+
+def readings_table(readings: list[NvmlReading]) -> str:
+    """Format NVML readings (``helpers.env.nvml_readings()``) as a text table; '' when there are none.
+
+    Example:
+        >>> print(readings_table(EXAMPLE_READINGS[:1]))  # doctest: +NORMALIZE_WHITESPACE
+        GPU  name      util   memory used / total  power  temperature
+        0    Tesla T4  92 %   14.0 / 15.0 GiB      68 W   71 °C
+    """
+    if not readings:
+        return ""
+    rows = [("GPU", "name", "util", "memory used / total", "power", "temperature")]
+    for r in readings:
+        memory = ("n/a" if r.memory_used_bytes is None or r.memory_total_bytes is None
+                  else f"{r.memory_used_bytes / GIB:.1f} / {r.memory_total_bytes / GIB:.1f} GiB")
+        rows.append((str(r.index), r.name, _fmt(r.utilization_pct, "%"), memory,
+                     _fmt(r.power_w, "W"), _fmt(r.temperature_c, "°C")))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(f"{cell:<{w}}" for cell, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def _psutil() -> Any | None:
+    try:
+        return importlib.import_module("psutil")
+    except ImportError:
+        return None
+
+
+def choose_source(nvml: Any | None = None, gpu_index: int = 0) -> str:
+    """``GPU_SOURCE`` when NVML starts and sees GPU `gpu_index`, else ``CPU_SOURCE``.
+
+    Example:
+        >>> choose_source() in SOURCES
+        True
+    """
+    if nvml is None:
+        from helpers.env import nvml_module
+
+        nvml = nvml_module()
+    if nvml is None:
+        return CPU_SOURCE
+    try:
+        nvml.nvmlInit()
+    except Exception:
+        return CPU_SOURCE
+    try:
+        return GPU_SOURCE if nvml.nvmlDeviceGetCount() > gpu_index else CPU_SOURCE
+    except Exception:
+        return CPU_SOURCE
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+@dataclass
+class Sample:
+    """One reading: seconds since the sampler started, percent busy, and the phase it fell in."""
+
+    t: float
+    value: float
+    phase: str
+
+
+class UtilisationSampler:
+    """Sample utilisation every `interval` seconds in a background thread; a context manager.
+
+    Args:
+        interval: seconds between samples (0.01 to 10).
+        source: ``"GPU (NVML)"``, ``"CPU (psutil)"`` or None to choose (GPU when NVML sees one).
+        nvml: the pynvml module, or a fake in tests (default: the installed one, if any).
+        psutil_module: psutil, or a fake in tests.
+        gpu_index: which GPU NVML reads (NVML numbers all GPUs, ignoring CUDA_VISIBLE_DEVICES).
+
+    Example:
+        >>> with UtilisationSampler(interval=0.05) as s:
+        ...     time.sleep(0.3)
+        >>> len(s.values) >= 2
+        True
+    """
+
+    def __init__(self, interval: float = 0.15, source: str | None = None, nvml: Any | None = None,
+                 psutil_module: Any | None = None, gpu_index: int = 0) -> None:
+        if not isinstance(interval, (int, float)) or isinstance(interval, bool) or not 0.01 <= interval <= 10:
+            raise ValueError(f"interval={interval!r}: use a number of seconds from 0.01 to 10.")
+        if source is not None and source not in SOURCES:
+            raise ValueError(f"source={source!r}: use None, {GPU_SOURCE!r} or {CPU_SOURCE!r}.")
+        self.interval = float(interval)
+        self.gpu_index = gpu_index
+        if nvml is None and source != CPU_SOURCE:
+            from helpers.env import nvml_module
+
+            nvml = nvml_module()
+        self._nvml = nvml
+        self.source = source or choose_source(nvml, gpu_index)
+        self._psutil = psutil_module
+        if self.source == CPU_SOURCE and self._psutil is None:
+            self._psutil = _psutil()
+            if self._psutil is None:
+                raise ValueError("psutil is not installed: `pip install psutil` to sample CPU utilisation.")
+        self.samples: list[Sample] = []
+        self._phase = "idle"
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start = 0.0
+        self._read: Any = None
+        self._close: Any = None
+
+    # -- the two readers -------------------------------------------------------------------
+    def _open_reader(self) -> None:
+        if self.source == GPU_SOURCE:
+            nvml = self._nvml
+            nvml.nvmlInit()
+            handle = nvml.nvmlDeviceGetHandleByIndex(self.gpu_index)
+            self._read = lambda: float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+            self._close = nvml.nvmlShutdown
+        else:
+            process = self._psutil.Process()
+            cores = self._psutil.cpu_count() or 1
+            process.cpu_percent(None)  # the first call only starts psutil's clock
+            self._read = lambda: min(100.0, process.cpu_percent(None) / cores)
+            self._close = None
+
+    def _run(self) -> None:
+        next_at = time.perf_counter() + self.interval
+        while not self._stop.wait(max(0.0, next_at - time.perf_counter())):
+            next_at += self.interval
+            try:
+                value = self._read()
+            except Exception:  # a reading that fails is skipped, never fatal
+                continue
+            self.samples.append(Sample(time.perf_counter() - self._start, value, self._phase))
+
+    # -- public API --------------------------------------------------------------------------
+    def start(self) -> UtilisationSampler:
+        """Start sampling (phase ``"idle"``). Raises RuntimeError when already running."""
+        if self._thread is not None:
+            raise RuntimeError("The sampler is already running: call stop() first.")
+        self.samples = []
+        self._phase = "idle"
+        self._stop.clear()
+        self._open_reader()
+        self._start = time.perf_counter()
+        self._thread = threading.Thread(target=self._run, name="utilisation-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def phase(self, name: str) -> None:
+        """Label the samples from now on with `name` (e.g. ``"training"``)."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name={name!r}: use a non-empty phase name such as 'training'.")
+        self._phase = name
+
+    def stop(self) -> UtilisationSampler:
+        """Stop sampling and wait for the thread; safe to call twice."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+            if self._close is not None:
+                try:
+                    self._close()
+                except Exception:
+                    pass
+        return self
+
+    def __enter__(self) -> UtilisationSampler:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def times(self) -> list[float]:
+        return [s.t for s in self.samples]
+
+    @property
+    def values(self) -> list[float]:
+        return [s.value for s in self.samples]
+
+    def phases(self) -> list[str]:
+        """The phase names in the order they first appear."""
+        return list(dict.fromkeys(s.phase for s in self.samples))
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        """Per phase: mean and max utilisation (percent) and the number of samples.
+
+        Example:
+            >>> s = UtilisationSampler(source=CPU_SOURCE)
+            >>> s.samples = [Sample(0.1, 2.0, "idle"), Sample(0.2, 90.0, "training")]
+            >>> s.summary()["training"]
+            {'mean': 90.0, 'max': 90.0, 'n': 1}
+        """
+        out = {}
+        for name in self.phases():
+            values = [s.value for s in self.samples if s.phase == name]
+            out[name] = {"mean": round(statistics.fmean(values), 2), "max": round(max(values), 2), "n": len(values)}
+        return out
+
+    def plot(self, ax: Any = None, title: str = "") -> Any:
+        """Utilisation over time, one colour per phase."""
+        import matplotlib.pyplot as plt
+
+        if not self.samples:
+            raise ValueError("No samples yet: run some code inside `with sampler:` first.")
+        if ax is None:
+            _, ax = plt.subplots(figsize=(7, 3))
+        for i, name in enumerate(self.phases()):
+            points = [s for s in self.samples if s.phase == name]
+            ax.plot([s.t for s in points], [s.value for s in points], "o-", markersize=3,
+                    color=f"C{i}", label=name)
+        ax.set(xlabel="seconds since start", ylabel=f"utilisation (%), {self.source}", ylim=(0, 105),
+               title=title)
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+        return ax

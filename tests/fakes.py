@@ -1,0 +1,138 @@
+"""Fake TensorFlow device APIs and a fake NVML, to test the GPU branches on a machine without a GPU."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+
+class FakeDevice(SimpleNamespace):
+    pass
+
+
+def device(kind: str, index: int) -> FakeDevice:
+    return FakeDevice(name=f"/physical_device:{kind}:{index}", device_type=kind)
+
+
+class FakeTF:
+    """Enough of `tf` for helpers.env and helpers.session: devices, details, build info, config calls."""
+
+    def __init__(self, n_gpus=1, details=None, cuda=True, initialized=False):
+        self.__version__ = "2.21.0"
+        self.devices = [device("CPU", 0)] + [device("GPU", i) for i in range(n_gpus)]
+        self.details = details if details is not None else {
+            "device_name": "Tesla T4", "compute_capability": (7, 5)}
+        self.initialized = initialized
+        self.logical = {}  # physical name -> list of configs
+        self.growth = {}
+        tf = self
+
+        class Experimental:
+            @staticmethod
+            def get_device_details(dev):
+                return dict(tf.details) if dev.device_type == "GPU" else {}
+
+            @staticmethod
+            def set_memory_growth(dev, on):
+                if dev.device_type != "GPU":
+                    raise ValueError("Cannot set memory growth on non-GPU and non-Pluggable devices")
+                if tf.initialized:
+                    raise RuntimeError("Physical devices cannot be modified after being initialized")
+                tf.growth[dev.name] = on
+
+            @staticmethod
+            def get_memory_growth(dev):
+                return tf.growth.get(dev.name, False)
+
+            @staticmethod
+            def get_memory_info(name):
+                if name.upper().startswith("GPU"):
+                    return {"current": 1024, "peak": 4096}
+                raise ValueError("no stats")
+
+        class Config:
+            experimental = Experimental
+
+            @staticmethod
+            def list_physical_devices(kind=None):
+                return [d for d in tf.devices if kind is None or d.device_type == kind]
+
+            @staticmethod
+            def list_logical_devices(kind=None):
+                out = []
+                for d in tf.devices:
+                    n = len(tf.logical.get(d.name, [None]))
+                    idx0 = sum(len(tf.logical.get(e.name, [None])) for e in tf.devices
+                               if e.device_type == d.device_type and tf.devices.index(e) < tf.devices.index(d))
+                    out += [FakeDevice(name=f"/device:{d.device_type}:{idx0 + i}", device_type=d.device_type)
+                            for i in range(n)]
+                return [d for d in out if kind is None or d.device_type == kind]
+
+            @staticmethod
+            def set_logical_device_configuration(dev, configs):
+                if tf.initialized:
+                    raise RuntimeError("Virtual devices cannot be modified after being initialized")
+                tf.logical[dev.name] = list(configs)
+
+            @staticmethod
+            def LogicalDeviceConfiguration(memory_limit=None):  # noqa: N802 - mirrors tf.config
+                return SimpleNamespace(memory_limit=memory_limit)
+
+        self.config = Config
+        build = {"is_cuda_build": cuda, "is_rocm_build": False}
+        if cuda:
+            build.update(cuda_version="12.5.1", cudnn_version="9", cuda_compute_capabilities=["sm_60", "sm_70"])
+        self.sysconfig = SimpleNamespace(get_build_info=lambda: dict(build))
+
+
+class NVMLError(Exception):
+    pass
+
+
+class FakeNVML:
+    """A fake pynvml: `gpus` is a list of dicts with name, util, used, total, power_mw, temp."""
+
+    NVML_TEMPERATURE_GPU = 0
+    NVMLError = NVMLError
+
+    def __init__(self, gpus=None, driver="550.54.15", fail_init=False, unsupported=()):
+        self.gpus = gpus if gpus is not None else [
+            {"name": "Tesla T4", "util": 37, "used": 2 * 1024**3, "total": 16 * 1024**3, "power_mw": 31000, "temp": 54}]
+        self.driver, self.fail_init, self.unsupported = driver, fail_init, set(unsupported)
+        self.inits = self.shutdowns = 0
+
+    def nvmlInit(self):  # noqa: N802 - pynvml's names
+        if self.fail_init:
+            raise NVMLError("NVML Shared Library Not Found")
+        self.inits += 1
+
+    def nvmlShutdown(self):  # noqa: N802
+        self.shutdowns += 1
+
+    def nvmlSystemGetDriverVersion(self):  # noqa: N802
+        return self.driver
+
+    def nvmlDeviceGetCount(self):  # noqa: N802
+        return len(self.gpus)
+
+    def nvmlDeviceGetHandleByIndex(self, i):  # noqa: N802
+        return i
+
+    def _get(self, what, h):
+        if what in self.unsupported:
+            raise NVMLError("Not Supported")
+        return self.gpus[h][what]
+
+    def nvmlDeviceGetName(self, h):  # noqa: N802
+        return self._get("name", h).encode()
+
+    def nvmlDeviceGetUtilizationRates(self, h):  # noqa: N802
+        return SimpleNamespace(gpu=self._get("util", h), memory=10)
+
+    def nvmlDeviceGetMemoryInfo(self, h):  # noqa: N802
+        return SimpleNamespace(used=self._get("used", h), total=self._get("total", h), free=0)
+
+    def nvmlDeviceGetPowerUsage(self, h):  # noqa: N802
+        return self._get("power_mw", h)
+
+    def nvmlDeviceGetTemperature(self, h, sensor):  # noqa: N802
+        return self._get("temp", h)

@@ -1,0 +1,102 @@
+"""helpers.env on the real CPU machine, and its GPU branches with a fake TensorFlow and a fake NVML."""
+
+import fakes
+import pytest
+
+from helpers import env
+
+
+def test_gpus_reads_name_capability_and_memory_from_tf_and_nvml():
+    [gpu] = env.gpus(tf=fakes.FakeTF(n_gpus=1), nvml=fakes.FakeNVML(), environ={})
+    assert gpu.name == "Tesla T4" and gpu.compute_capability == (7, 5)
+    assert gpu.memory_bytes == 16 * 1024**3 and gpu.memory_source == "NVML"
+    assert gpu.describe() == "Tesla T4 (compute capability 7.5, 16.0 GiB)"
+
+
+def test_gpus_without_nvml_driver_reports_unknown_memory():
+    [gpu] = env.gpus(tf=fakes.FakeTF(n_gpus=1), nvml=fakes.FakeNVML(fail_init=True), environ={})
+    assert gpu.memory_bytes is None and "memory unknown" in gpu.describe()
+
+
+def test_gpus_with_empty_device_details_falls_back_to_nvml_name():
+    [gpu] = env.gpus(tf=fakes.FakeTF(n_gpus=1, details={}), nvml=fakes.FakeNVML(), environ={})
+    assert gpu.name == "Tesla T4" and gpu.compute_capability is None
+
+
+def test_gpus_maps_cuda_visible_devices_to_nvml_indices():
+    nvml = fakes.FakeNVML(gpus=[dict(name="A", util=0, used=0, total=1, power_mw=0, temp=0),
+                               dict(name="B", util=0, used=0, total=2, power_mw=0, temp=0)])
+    [gpu] = env.gpus(tf=fakes.FakeTF(n_gpus=1, details={}), nvml=nvml, environ={"CUDA_VISIBLE_DEVICES": "1"})
+    assert gpu.name == "B" and gpu.memory_bytes == 2
+
+
+def test_nvml_readings_convert_units_and_survive_unsupported_queries():
+    nvml = fakes.FakeNVML(unsupported={"power_mw"})
+    [r] = env.nvml_readings(nvml)
+    assert (r.utilization_pct, r.temperature_c, r.power_w) == (37.0, 54.0, None)
+    assert r.memory_used_bytes == 2 * 1024**3
+    assert nvml.inits == nvml.shutdowns == 1
+    [r] = env.nvml_readings(fakes.FakeNVML())
+    assert r.power_w == 31.0
+
+
+def test_nvml_status_is_a_sentence_with_or_without_driver():
+    assert env.nvml_status(fakes.FakeNVML()) == "NVIDIA driver 550.54.15, 1 GPU(s) seen by NVML."
+    assert env.nvml_status(fakes.FakeNVML(fail_init=True)).startswith("no NVIDIA driver here")
+    assert env.nvml_readings(fakes.FakeNVML(fail_init=True)) == []
+
+
+def test_real_machine_without_driver_gives_plain_answers():
+    assert env.memory_info("GPU:0") is None
+    assert env.build_info()["is_cuda_build"] is False
+    assert env.gpus() == []
+    assert env.nvml_status().startswith(("no NVIDIA driver", "NVML is not installed"))
+
+
+def test_memory_info_rejects_unknown_device_kinds():
+    with pytest.raises(ValueError, match="device="):
+        env.memory_info("TPU:0", tf=fakes.FakeTF())
+    assert env.memory_info("GPU:0", tf=fakes.FakeTF())["peak"] == 4096
+
+
+def test_report_summary_names_the_gpu_or_the_cpu():
+    rep = env.report(tf=fakes.FakeTF(n_gpus=2), nvml=fakes.FakeNVML())
+    assert rep.gpu_count == 2 and rep.summary().startswith("2 GPU(s): Tesla T4")
+    assert rep.build["cuda_version"] == "12.5.1"
+    cpu = env.report(tf=fakes.FakeTF(n_gpus=0, cuda=False), nvml=fakes.FakeNVML(fail_init=True))
+    assert cpu.summary().startswith("CPU only")
+    assert cpu.to_dict()["gpu_count"] == 0
+
+
+def test_readiness_without_gpu_gives_advice_for_each_kind_of_machine():
+    rep = env.report(tf=fakes.FakeTF(n_gpus=0, cuda=False), nvml=fakes.FakeNVML(fail_init=True))
+    checks = env.readiness(rep, data_ok=True)
+    assert env.is_ready(checks)
+    gpu_row = next(c for c in checks if c.name == "GPU visible to TensorFlow")
+    assert gpu_row.ok is False and not gpu_row.required and "Colab" in gpu_row.advice
+    assert "WSL2" in env.no_gpu_advice(rep, system="Windows")
+    rep.on_colab = True
+    assert "Change runtime type" in env.no_gpu_advice(rep)
+    rep.on_colab = False
+    assert "COURSE_TF_FLAVOUR=cuda" in env.no_gpu_advice(rep, system="Linux", driver_present=True)
+
+
+def test_readiness_fails_on_corrupt_data_and_flags_old_gpus():
+    rep = env.report(tf=fakes.FakeTF(n_gpus=1, details={"device_name": "Tesla P100", "compute_capability": (6, 0)}),
+                     nvml=fakes.FakeNVML())
+    checks = env.readiness(rep, data_ok=False)
+    assert not env.is_ready(checks)
+    tc = next(c for c in checks if c.name.startswith("Tensor Cores"))
+    assert tc.ok is False and "06" in tc.advice
+    table = env.readiness_table(checks)
+    assert "MISSING" in table and "What to do:" in table
+
+
+def test_tensorflow_import_keeps_stderr_clean(tmp_path):
+    import subprocess
+    import sys
+
+    code = "import helpers.env as e; tf = e.tensorflow(); print(tf.__version__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PATH": "/usr/bin:/bin"})
+    assert out.stdout.startswith("2.") and out.stderr == "", out.stderr

@@ -1,0 +1,127 @@
+"""Structure of every notebook: the STYLE.md skeleton, papermill parameters, stripped outputs, links."""
+
+import re
+
+import nbformat
+import nbrun
+import pytest
+
+from helpers import colab, params
+
+NOTEBOOKS = nbrun.present()
+COMMON = ("SMOKE", "SEED", "RESULTS_PATH")
+
+
+def load(name):
+    return nbformat.read(nbrun.NOTEBOOKS / name, as_version=4)
+
+
+def code_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def markdown(nb):
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def test_course_has_notebooks_in_order():
+    assert NOTEBOOKS and NOTEBOOKS[0] == "00_environment_check.ipynb"
+    on_disk = sorted(p.name for p in nbrun.NOTEBOOKS.glob("*.ipynb"))
+    assert on_disk == NOTEBOOKS, f"notebooks not in the course list (tests/nbrun.py COURSE): {on_disk}"
+    numbers = [int(n[:2]) for n in NOTEBOOKS]
+    assert numbers == list(range(len(numbers))), f"numbering has a gap: {numbers}"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_is_valid_nbformat_with_python_kernel(name):
+    nb = load(name)
+    nbformat.validate(nb)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_outputs_are_stripped(name):
+    for cell in code_cells(load(name)):
+        assert not cell.outputs and cell.execution_count is None, f"{name}: stored output in {cell.source[:60]!r}"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_title_badges_and_sections_follow_the_skeleton(name):
+    nb = load(name)
+    first = nb.cells[0]
+    assert first.cell_type == "markdown"
+    number = name[:2]
+    assert re.match(rf"# {number} · \S", first.source), f"{name}: first line must be '# {number} · Title'"
+    assert len(re.findall(r"^# ", markdown(nb), flags=re.M)) == 1, f"{name}: exactly one H1"
+    assert colab.colab_url(name) in first.source, f"{name}: Open in Colab badge missing or stale"
+    assert colab.source_url(name) in first.source, f"{name}: source badge missing"
+    for heading in ("## What you will learn", "## Runs on", "## Prerequisites"):
+        assert heading in first.source, f"{name}: '{heading}' missing from the first cell"
+    text = markdown(nb)
+    order = [text.find(h) for h in ("## Exercises", "## Summary", "## Solutions")]
+    assert -1 not in order and order == sorted(order), f"{name}: needs Exercises, then Summary, then Solutions"
+    assert not re.search(r"\b(simply|just)\b", text, flags=re.I), f"{name}: avoid 'simply'/'just' in prose"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_parameters_cell_holds_the_common_knobs(name):
+    nb = load(name)
+    tagged = [c for c in code_cells(nb) if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, f"{name}: exactly one cell tagged 'parameters'"
+    assert code_cells(nb)[0] is tagged[0], f"{name}: the parameters cell is the first code cell"
+    names = re.findall(r"^([A-Z_][A-Z0-9_]*)\s*=", tagged[0].source, flags=re.M)
+    for common in COMMON:
+        assert common in names, f"{name}: parameters cell lacks {common}"
+    unruled = set(names) - set(params.RULES)
+    assert not unruled, f"{name}: parameters without a validation rule in helpers/params.py: {unruled}"
+    for line in tagged[0].source.splitlines():
+        assert line.count("=") <= 1, f"{name}: papermill cannot parse a parameters line with two '=': {line!r}"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_setup_cell_bootstraps_colab_then_calls_setup_with_every_parameter(name):
+    nb = load(name)
+    cells = code_cells(nb)
+    setup = cells[1].source
+    assert setup.startswith(colab.BOOTSTRAP_CELL), f"{name}: setup cell must start with helpers.colab.BOOTSTRAP_CELL"
+    names = re.findall(r"^([A-Z_][A-Z0-9_]*)\s*=", cells[0].source, flags=re.M)
+    call = re.search(r"helpers\.setup\((.*?)\)", setup, flags=re.S)
+    assert call, f"{name}: setup cell must call helpers.setup(...)"
+    for param in names:
+        assert f"{param}={param}" in call.group(1), f"{name}: helpers.setup is not given {param}"
+    assert setup.find("helpers.setup(") < setup.find("import tensorflow"), (
+        f"{name}: import TensorFlow after helpers.setup (it imports it quietly)")
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_exercises_have_checks_and_solutions(name):
+    nb = load(name)
+    sources = [c.source for c in code_cells(nb)]
+    placeholders = [s for s in sources if re.search(r"^\w+ = \.\.\.", s, flags=re.M)]
+    checks = [s for s in sources if "helpers.check." in s]
+    assert len(placeholders) >= 2, f"{name}: at least two exercises with a `... ` placeholder"
+    assert len(checks) >= 2 * len(placeholders), f"{name}: each exercise needs a check and a solution check"
+    assert "results.save()" in sources[-1] and "exercises_solved" in sources[-1]
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_links_to_the_previous_and_next_notebook(name):
+    nb = load(name)
+    index = nbrun.COURSE.index(name)
+    text = markdown(nb)
+    if index + 1 < len(nbrun.COURSE):
+        nxt = nbrun.COURSE[index + 1]
+        assert re.search(rf"\*\*Next:\*\* \[{nxt[:2]} · [^\]]+\]\({re.escape(nxt)}\)", text), (
+            f"{name}: needs '**Next:** [{nxt[:2]} · Title]({nxt})'")
+    if index > 0:
+        previous = nbrun.COURSE[index - 1]
+        assert f"]({previous})" in nb.cells[0].source, f"{name}: prerequisites must link {previous}"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_code_cells_stay_short_and_offline(name):
+    for cell in code_cells(load(name))[2:]:
+        lines = [ln for ln in cell.source.splitlines() if ln.strip()]
+        assert len(lines) <= 20, f"{name}: a {len(lines)}-line cell belongs in helpers: {cell.source[:60]!r}"
+        assert "load_data(" not in cell.source and "tfds.load" not in cell.source, f"{name}: no downloads"
+        assert "weights=\"imagenet\"" not in cell.source and "weights='imagenet'" not in cell.source

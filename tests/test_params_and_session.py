@@ -1,0 +1,117 @@
+"""Parameter validation comes first; device settings are idempotent; setup reports the hardware."""
+
+import subprocess
+import sys
+
+import fakes
+import pytest
+
+from helpers import params, session
+
+
+@pytest.mark.parametrize("name, value, allowed", [
+    ("SEED", "x", "an integer >= 0"),
+    ("SEED", -1, "an integer >= 0"),
+    ("SMOKE", "yes", "True or False"),
+    ("RESULTS_PATH", "out.txt", ".json"),
+    ("EPOCHS", 0, "from 1 to 1000"),
+    ("SIZES", [], "non-empty list"),
+    ("POLICY", "fp16", "'mixed_float16'"),
+    ("N_WORKERS", 9, "from 1 to 8"),
+])
+def test_bad_parameter_names_the_parameter_and_what_is_allowed(name, value, allowed):
+    with pytest.raises(ValueError) as err:
+        params.validate({name: value})
+    assert str(err.value).startswith(f"{name}=") and allowed in str(err.value)
+
+
+def test_unknown_parameter_lists_the_known_ones():
+    with pytest.raises(ValueError, match="Unknown parameter.*EPOCH.*allowed names are SMOKE"):
+        params.validate({"EPOCH": 3})
+
+
+def test_smoke_from_env_reads_course_smoke():
+    assert params.smoke_from_env({"COURSE_SMOKE": "1"}) is True
+    assert params.smoke_from_env({}) is False
+    with pytest.raises(ValueError, match="COURSE_SMOKE"):
+        params.smoke_from_env({"COURSE_SMOKE": "maybe"})
+
+
+def test_bad_seed_fails_before_tensorflow_is_imported():
+    code = ("import sys, helpers\n"
+            "try:\n    helpers.setup(SMOKE=True, SEED='x', RESULTS_PATH='')\n"
+            "except ValueError as e:\n    print(e); print('tensorflow' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "SEED='x' is not allowed" in out and out.strip().endswith("False")
+
+
+def test_setup_twice_in_one_kernel_does_not_fail(capsys):
+    first = session.setup(SMOKE=True, SEED=1, RESULTS_PATH="")
+    second = session.setup(SMOKE=True, SEED=1, RESULTS_PATH="")
+    out = capsys.readouterr().out
+    assert out.count("Hardware: ") == 2 and first.summary() == second.summary()
+
+
+def test_setup_seeds_so_runs_repeat():
+    import numpy as np
+
+    session.setup(SEED=7, quiet=True)
+    a = np.random.rand(3)
+    session.setup(SEED=7, quiet=True)
+    assert (a == np.random.rand(3)).all()
+
+
+def test_setup_rejects_bad_options_by_name():
+    with pytest.raises(ValueError, match="logical_devices=0"):
+        session.setup(logical_devices=0, quiet=True)
+
+
+def test_memory_growth_is_set_on_every_gpu_and_tolerated_after_init():
+    tf = fakes.FakeTF(n_gpus=2)
+    assert session.configure_devices(tf, memory_growth=True) == []
+    assert tf.growth == {"/physical_device:GPU:0": True, "/physical_device:GPU:1": True}
+    assert session.configure_devices(tf) == []  # second run: already set, no note
+    late = fakes.FakeTF(n_gpus=1, initialized=True)
+    [note] = session.configure_devices(late)
+    assert "Kernel > Restart" in note
+
+
+def test_one_gpu_is_split_into_logical_gpus_with_memory_from_nvml():
+    tf = fakes.FakeTF(n_gpus=1)
+    assert session.configure_devices(tf, logical_devices=2, nvml=fakes.FakeNVML()) == []
+    configs = tf.logical["/physical_device:GPU:0"]
+    assert len(configs) == 2 and configs[0].memory_limit == int(0.8 * 16 * 1024 / 2)
+    assert len(tf.config.list_logical_devices("GPU")) == 2 and tf.growth == {}
+
+
+def test_no_gpu_splits_the_cpu_and_enough_gpus_split_nothing():
+    cpu_only = fakes.FakeTF(n_gpus=0)
+    session.configure_devices(cpu_only, logical_devices=3)
+    assert len(cpu_only.config.list_logical_devices("CPU")) == 3
+    many = fakes.FakeTF(n_gpus=4)
+    session.configure_devices(many, logical_devices=2)
+    assert many.logical == {} and len(many.growth) == 4
+
+
+def test_split_after_init_says_restart_unless_already_split():
+    tf = fakes.FakeTF(n_gpus=0)
+    session.configure_devices(tf, logical_devices=2)
+    tf.initialized = True
+    assert session.configure_devices(tf, logical_devices=2) == []  # same setting again: fine
+    [note] = session.configure_devices(tf, logical_devices=4)
+    assert "already started with 2 logical CPU" in note
+
+
+def test_real_cpu_split_before_init_makes_logical_devices():
+    code = ("import helpers, json; from helpers import env, session\n"
+            "tf = env.tensorflow(); print(session.configure_devices(tf, logical_devices=2));"
+            "print(len(tf.config.list_logical_devices('CPU')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["[]", "2"]
+
+
+def test_scratch_dir_is_under_course_scratch(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_SCRATCH", str(tmp_path))
+    assert session.scratch_dir("04_input") == tmp_path / "04_input"
+    with pytest.raises(ValueError, match="name="):
+        session.scratch_dir("../etc")

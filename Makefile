@@ -51,7 +51,7 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check helpers tests tools notebooks
 
 test: $(TEST_STAMP) kernel lint
-	$(VENV)/bin/nbstripout --verify --keep-id notebooks/*.ipynb
+	$(VENV)/bin/nbstripout --verify --keep-id --keep-count notebooks/*.ipynb
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow" tests
 	COURSE_SMOKE=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval-lax \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider notebooks
@@ -60,7 +60,7 @@ test-full: $(TEST_STAMP) kernel
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -m slow tests -s
 
 strip: $(TEST_STAMP)
-	$(VENV)/bin/nbstripout --keep-id notebooks/*.ipynb
+	$(VENV)/bin/nbstripout --keep-id --keep-count notebooks/*.ipynb
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache scratch

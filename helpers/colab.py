@@ -18,9 +18,13 @@ REPO_URL = f"https://github.com/{REPO}.git"
 
 BOOTSTRAP_CELL = f'''\
 # Colab only: fetch the course (helpers + data) once per runtime. Elsewhere this does nothing.
-import importlib.util, os, subprocess, sys
-if importlib.util.find_spec("helpers") is None and importlib.util.find_spec("google") \\
-        and importlib.util.find_spec("google.colab"):
+import importlib.util
+import os
+import subprocess
+import sys
+
+on_colab = importlib.util.find_spec("google") is not None and importlib.util.find_spec("google.colab") is not None
+if on_colab and importlib.util.find_spec("helpers") is None:
     course = os.environ.get("COURSE_DIR", "/content/gpu-deep-learning-notebooks")
     if not os.path.isdir(course):
         url = os.environ.get("COURSE_REPO_URL", "{REPO_URL}")

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-_SUBMODULES = ("bench", "check", "colab", "data", "env", "params", "plots", "results", "session")
+_SUBMODULES = ("bench", "check", "colab", "data", "env", "monitor", "nn", "params", "placement", "plots", "results",
+               "session")
 
 if TYPE_CHECKING:  # pragma: no cover - for editors and type checkers only
-    from helpers import bench, check, colab, data, env, params, plots, results, session  # noqa: F401
+    from helpers import bench, check, colab, data, env, monitor, nn, params, placement, plots, results, session  # noqa: F401
     from helpers.session import scratch_dir, setup  # noqa: F401
 
 

@@ -65,7 +65,7 @@ def readings_table(readings: list[NvmlReading]) -> str:
         rows.append((str(r.index), r.name, _fmt(r.utilization_pct, "%"), memory,
                      _fmt(r.power_w, "W"), _fmt(r.temperature_c, "°C")))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(f"{cell:<{w}}" for cell, w in zip(row, widths)).rstrip() for row in rows)
+    return "\n".join("  ".join(f"{cell:<{w}}" for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
 
 def _psutil() -> Any | None:

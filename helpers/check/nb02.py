@@ -25,10 +25,10 @@ def cpu_matmul_device(answer: Any) -> Feedback:
         return fb
     from helpers.placement import short_device
 
+    if type(answer).__module__.startswith("numpy"):  # NumPy 2 arrays have a .device too ("cpu")
+        return wrong("You returned the values (an array). Keep the tensor the matmul returns and read its `.device`.")
     if hasattr(answer, "device") and not isinstance(answer, str):
         return wrong("You returned the tensor itself. Return the text of where it ran: its `.device` attribute.")
-    if hasattr(answer, "shape") and not isinstance(answer, str):
-        return wrong("You returned the values (an array). Keep the tensor the matmul returns and read its `.device`.")
     if not isinstance(answer, str):
         return wrong(f"Answer with a device string (the result's `.device`), not {type(answer).__name__}.")
     if answer.strip() == "":

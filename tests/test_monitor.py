@@ -1,0 +1,149 @@
+"""Tests for helpers.monitor: the utilisation sampler (fake NVML, fake and real psutil) and tables."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from helpers import monitor
+
+
+class FakeNvml:
+    """Enough of pynvml for the sampler: utilisation rises with each reading."""
+
+    def __init__(self, count: int = 1, fail_init: bool = False) -> None:
+        self.count, self.fail_init = count, fail_init
+        self.calls = 0
+        self.inits = self.shutdowns = 0
+
+    def nvmlInit(self):
+        if self.fail_init:
+            raise RuntimeError("NVML Shared Library Not Found")
+        self.inits += 1
+
+    def nvmlShutdown(self):
+        self.shutdowns += 1
+
+    def nvmlDeviceGetCount(self):
+        return self.count
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return f"handle-{index}"
+
+    def nvmlDeviceGetUtilizationRates(self, handle):
+        self.calls += 1
+        return SimpleNamespace(gpu=min(100, 10 * self.calls), memory=5)
+
+
+class FakePsutil:
+    def __init__(self, percent: float = 150.0, cores: int = 2) -> None:
+        self.percent, self.cores = percent, cores
+
+    def cpu_count(self):
+        return self.cores
+
+    def Process(self):
+        return SimpleNamespace(cpu_percent=lambda interval=None: self.percent)
+
+
+def test_source_is_gpu_when_nvml_sees_a_gpu():
+    assert monitor.choose_source(FakeNvml(count=1)) == monitor.GPU_SOURCE
+
+
+def test_source_falls_back_to_cpu_without_driver_or_gpu():
+    assert monitor.choose_source(FakeNvml(fail_init=True)) == monitor.CPU_SOURCE
+    assert monitor.choose_source(FakeNvml(count=1), gpu_index=1) == monitor.CPU_SOURCE
+
+
+def test_sampler_reads_gpu_utilisation_through_nvml():
+    nvml = FakeNvml()
+    with monitor.UtilisationSampler(interval=0.02, nvml=nvml) as sampler:
+        time.sleep(0.15)
+    assert sampler.source == "GPU (NVML)"
+    assert len(sampler.values) >= 3
+    assert sampler.values[:3] == [10.0, 20.0, 30.0]
+    assert nvml.shutdowns == nvml.inits >= 1
+
+
+def test_sampler_normalises_process_cpu_percent_by_cores():
+    with monitor.UtilisationSampler(interval=0.02, source=monitor.CPU_SOURCE,
+                                    psutil_module=FakePsutil(150.0, cores=2)) as sampler:
+        time.sleep(0.1)
+    assert sampler.source == "CPU (psutil)"
+    assert sampler.values and all(v == 75.0 for v in sampler.values)
+
+
+def test_sampler_labels_samples_with_the_phase_and_summarises_each():
+    with monitor.UtilisationSampler(interval=0.02, nvml=FakeNvml()) as sampler:
+        time.sleep(0.1)
+        sampler.phase("training")
+        time.sleep(0.1)
+    summary = sampler.summary()
+    assert list(summary) == ["idle", "training"]
+    assert summary["training"]["mean"] > summary["idle"]["mean"]
+    assert summary["idle"]["n"] + summary["training"]["n"] == len(sampler.times)
+    assert sampler.times == sorted(sampler.times)
+
+
+def test_sampler_with_real_psutil_sees_busy_work_above_idle():
+    with monitor.UtilisationSampler(interval=0.05, source=monitor.CPU_SOURCE) as sampler:
+        time.sleep(0.5)
+        sampler.phase("training")
+        end = time.perf_counter() + 0.6
+        while time.perf_counter() < end:
+            sum(i * i for i in range(1000))
+    summary = sampler.summary()
+    assert summary["idle"]["n"] >= 3 and summary["training"]["n"] >= 3
+    assert summary["training"]["mean"] > summary["idle"]["mean"]
+    assert all(0 <= v <= 100 for v in sampler.values)
+
+
+def test_sampler_skips_failed_readings_and_stops_twice_safely():
+    nvml = FakeNvml()
+    nvml.nvmlDeviceGetUtilizationRates = lambda handle: (_ for _ in ()).throw(RuntimeError("not supported"))
+    sampler = monitor.UtilisationSampler(interval=0.02, nvml=nvml).start()
+    time.sleep(0.08)
+    sampler.stop().stop()
+    assert sampler.samples == []
+
+
+def test_sampler_cannot_start_twice():
+    sampler = monitor.UtilisationSampler(interval=0.05, nvml=FakeNvml()).start()
+    try:
+        with pytest.raises(RuntimeError, match="already running"):
+            sampler.start()
+    finally:
+        sampler.stop()
+
+
+def test_sampler_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="interval"):
+        monitor.UtilisationSampler(interval=0)
+    with pytest.raises(ValueError, match="source"):
+        monitor.UtilisationSampler(source="TPU")
+    with pytest.raises(ValueError, match="phase name"):
+        monitor.UtilisationSampler(source=monitor.CPU_SOURCE).phase("")
+
+
+def test_plot_needs_samples_then_draws_one_line_per_phase():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    sampler = monitor.UtilisationSampler(source=monitor.CPU_SOURCE, psutil_module=FakePsutil())
+    with pytest.raises(ValueError, match="No samples"):
+        sampler.plot()
+    sampler.samples = [monitor.Sample(0.1, 1.0, "idle"), monitor.Sample(0.2, 80.0, "training")]
+    ax = sampler.plot()
+    assert [line.get_label() for line in ax.get_lines()] == ["idle", "training"]
+
+
+def test_readings_table_formats_each_gpu_and_missing_values():
+    reading = monitor.EXAMPLE_READINGS[0]
+    partial = monitor.NvmlReading(1, "GPU 1", None, None, None, None, None)
+    lines = monitor.readings_table([reading, partial]).splitlines()
+    assert lines[0].split()[:3] == ["GPU", "name", "util"]
+    assert "92 %" in lines[1] and "14.0 / 15.0 GiB" in lines[1] and "68 W" in lines[1]
+    assert lines[2].count("n/a") == 4
+    assert monitor.readings_table([]) == ""

@@ -1,0 +1,103 @@
+"""Tests for helpers.placement: recording where ops run, and fresh-process demos."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from helpers import env, placement
+
+
+@pytest.fixture(scope="module")
+def tf():
+    return env.tensorflow()
+
+
+def test_short_device_parses_long_and_short_forms():
+    assert placement.short_device("/job:localhost/replica:0/task:0/device:CPU:0") == "CPU:0"
+    assert placement.short_device("/device:GPU:1") == "GPU:1"
+    assert placement.short_device("") == ""
+    assert placement.short_device("/CPU:0") == ""  # a request, not a device TensorFlow reports
+
+
+def test_short_device_rejects_non_strings():
+    with pytest.raises(ValueError, match="device string"):
+        placement.short_device(None)
+
+
+def test_where_ops_run_reports_the_device_of_each_result(tf):
+    a = tf.ones((4, 4))
+
+    def on_cpu():
+        with tf.device("/CPU:0"):
+            return tf.matmul(a, a)
+
+    where = placement.where_ops_run({"cpu": on_cpu, "pair": lambda: (a + 1, a)})
+    assert placement.short_device(where["cpu"]) == "CPU:0"
+    assert where["pair"].endswith("device:CPU:0") or where["pair"].endswith("device:GPU:0")
+
+
+def test_where_ops_run_follows_soft_placement_to_an_existing_device(tf):
+    missing = f"/GPU:{len(tf.config.list_physical_devices('GPU'))}"
+
+    def on_missing():
+        with tf.device(missing):
+            return tf.reduce_sum(tf.ones((3,)))
+
+    where = placement.where_ops_run({"soft": on_missing})
+    logical = {placement.short_device(d.name) for d in tf.config.list_logical_devices()}
+    assert placement.short_device(where["soft"]) in logical
+
+
+def test_where_ops_run_rejects_bad_input():
+    with pytest.raises(ValueError, match="non-empty"):
+        placement.where_ops_run({})
+    with pytest.raises(ValueError, match="pass a function"):
+        placement.where_ops_run({"x": 3})
+    with pytest.raises(ValueError, match="has no .device"):
+        placement.where_ops_run({"x": lambda: 3})
+
+
+def test_placement_table_uses_short_names():
+    text = placement.placement_table({"matmul": "/job:localhost/replica:0/task:0/device:CPU:0", "odd": ""})
+    assert text.splitlines()[1].split() == ["matmul", "CPU:0"]
+    assert "(unknown)" in text
+
+
+def test_child_environ_removes_sets_and_keeps_helpers_importable():
+    base = {"CUDA_VISIBLE_DEVICES": "0", "KEEP": "1"}
+    environ = placement._child_environ({"CUDA_VISIBLE_DEVICES": None, "NEW": "x"}, base=base)
+    assert "CUDA_VISIBLE_DEVICES" not in environ
+    assert environ["NEW"] == "x" and environ["KEEP"] == "1"
+    assert environ["TF_CPP_MIN_LOG_LEVEL"] == "2"
+    assert environ["PYTHONPATH"].split(":")[0] == str(placement.ROOT)
+
+
+def test_run_children_rejects_unknown_options():
+    with pytest.raises(ValueError, match="unknown key"):
+        placement.run_children({"x": {"envv": {}}})
+    with pytest.raises(ValueError, match="non-empty"):
+        placement.run_children({})
+
+
+def test_run_children_reports_a_failing_child_without_raising(tmp_path):
+    fake_python = tmp_path / "python"
+    fake_python.write_text("#!/bin/sh\necho boom >&2\nexit 3\n")
+    fake_python.chmod(0o755)
+    out = placement.run_children({"bad": {}}, python=str(fake_python))["bad"]
+    assert not out.ok and out.gpu_count is None
+    assert "exit code 3" in out.error and "boom" in out.error
+
+
+def test_fresh_processes_hide_gpus_split_devices_and_capture_the_log():
+    out = placement.run_children({
+        "hidden": {"env": {"CUDA_VISIBLE_DEVICES": "-1"}},
+        "split": {"logical_devices": 2},
+        "log": {"env": {"TF_CPP_MIN_LOG_LEVEL": "0"}, "log_placement": True},
+    }, python=sys.executable)
+    assert all(c.ok for c in out.values()), {k: c.error for k, c in out.items()}
+    assert out["hidden"].gpu_count == 0 and out["hidden"].answer["cuda_visible_devices"] == "-1"
+    assert len(out["split"].answer["logical_devices"]) == 2
+    assert out["log"].stderr_lines("Executing op"), "placement log lines should be in the captured stderr"
+    assert not out["hidden"].stderr_lines("Executing op")

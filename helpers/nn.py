@@ -301,7 +301,7 @@ def layer_flops(layer: Any) -> int:
     Example:
         >>> import keras
         >>> dense = keras.layers.Dense(10)
-        >>> _ = dense(np.zeros((1, 784), "float32"))
+        >>> _ = dense(keras.Input((784,)))  # a symbolic call gives the layer its output shape
         >>> layer_flops(dense)  # 2 * 784 * 10
         15680
     """
@@ -311,7 +311,12 @@ def layer_flops(layer: Any) -> int:
         return 0
     # Every counted layer does one multiply-add per kernel weight at each output position
     # (Dense: one position per example; Conv: one per output pixel).
-    positions = _prod(tuple(layer.output.shape)[1:-1])
+    try:
+        out_shape = tuple(layer.output.shape)
+    except AttributeError as exc:  # called only eagerly (or never): Keras keeps no output shape
+        raise ValueError(f"layer {layer.name!r} has no output shape: count the layers of a model built "
+                         "from keras.Input, e.g. keras.Sequential([keras.Input((784,)), ...]).") from exc
+    positions = _prod(out_shape[1:-1])
     return 2 * _prod(kernel.shape) * positions
 
 

@@ -1,0 +1,62 @@
+"""Claims of notebook 01 · deep-learning basics, asserted on its results JSON.
+
+Every claim below holds at smoke sizes (2 epochs on 2,000 images for SGD vs Adam; 15 epochs on 500
+images for overfitting) as well as at learner sizes; the margins were checked over several seeds.
+"""
+
+RESNET50_PARAMS = 25_636_712  # keras.applications.ResNet50(weights=None).count_params()
+
+
+def check(run):
+    r = run.results
+
+    # A Dense layer is relu(X W + b): Keras and NumPy agree to float32 rounding.
+    assert r["layer_max_abs_error"] < 1e-4, r["layer_max_abs_error"]
+
+    # Hand-written backpropagation matches tf.GradientTape (float64: about 1e-16).
+    assert 0 <= r["grad_max_abs_error"] < 1e-4, r["grad_max_abs_error"]
+    first, last = r["hand_gd_losses"]
+    assert last < first, f"gradient descent with hand gradients did not lower the loss: {first} -> {last}"
+
+    # Vanishing gradients: the sigmoid stack's first layer gets a far smaller gradient than ReLU's,
+    # and skip connections restore it in the 20-layer sigmoid stack.
+    sig, relu = r["grad_norms_10_layers"]["sigmoid"], r["grad_norms_10_layers"]["relu"]
+    assert len(sig) == len(relu) == 10
+    assert sig[-1] / sig[0] > 1e3, f"sigmoid gradient does not vanish towards the input: {sig}"
+    assert r["relu_first_layer_grad_norm"] > 100 * r["sigmoid_first_layer_grad_norm"]
+    assert r["residual_first_layer_grad_norm"] > 1e3 * r["plain_first_layer_grad_norm"], (
+        r["plain_first_layer_grad_norm"], r["residual_first_layer_grad_norm"])
+
+    # SGD vs Adam, same model, start and budget: both learn, Adam ends lower.
+    losses = r["optimizer_losses"]
+    assert losses["SGD"][0] == losses["Adam"][0], "the two runs did not start from the same weights"
+    assert len(losses["SGD"]) == len(losses["Adam"]) == r["epochs"] + 1
+    assert r["sgd_final_loss"] < losses["SGD"][0] and r["adam_final_loss"] < losses["Adam"][0]
+    assert r["adam_final_loss"] < r["sgd_final_loss"], (r["adam_final_loss"], r["sgd_final_loss"])
+
+    # Overfitting seen, then reduced by dropout + L2.
+    assert r["overfit_gap"] > 0.08, f"the plain wide network does not overfit: gap {r['overfit_gap']}"
+    assert r["regularized_gap"] < r["overfit_gap"], (r["regularized_gap"], r["overfit_gap"])
+    train_acc, val_acc = r["overfit_accuracy"]["plain"]
+    assert train_acc > 0.9 and abs(train_acc - val_acc - r["overfit_gap"]) < 1e-9
+
+    # ResNet50: exact parameter count; FLOPs per image = 2 x ~3.86 G multiply-adds (He et al. 2016: 3.8 G).
+    assert r["resnet50_params"] == RESNET50_PARAMS, r["resnet50_params"]
+    assert 7.5e9 < r["resnet50_flops_per_image"] < 8.3e9, r["resnet50_flops_per_image"]
+    assert r["resnet50_flops_per_image"] == 2 * r["resnet50_macs_per_image"]
+    device = r["resnet50_device"]
+    assert device in ("CPU", "GPU")
+    rate = r[f"resnet50_{device.lower()}_images_per_s"]
+    assert rate > 0 and r["resnet50_forward_s"] > 0
+    expected_gflops = r["resnet50_flops_per_image"] * rate / 1e9
+    assert abs(r["resnet50_achieved_gflops"] - expected_gflops) < 1e-6 * expected_gflops
+    if device == "CPU":  # a CPU is far below a T4's datasheet peak
+        assert r["resnet50_achieved_gflops"] < r["t4_peak_gflops"]["fp32"]
+    assert r["t4_peak_gflops"] == {"fp32": 8100.0, "fp16_tensor": 65000.0,
+                                   "source": "NVIDIA T4 Tensor Core GPU datasheet"}
+
+    assert r["exercises_solved"] is True
+    text = run.outputs_text()
+    assert "measured on this CPU" in text or device == "GPU"
+    assert "datasheet peak" in text
+    assert run.stderr_text() == "", run.stderr_text()

@@ -26,7 +26,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
-_DEVICE_RE = re.compile(r"device:([A-Za-z_]+):(\d+)$")
+_DEVICE_RE = re.compile(r"(?:device:|^/?)([A-Za-z_]+):(\d+)$")  # long form, or short "/CPU:0", "CPU:0"
 
 
 def short_device(device: str) -> str:

@@ -41,10 +41,10 @@ def test_cpu_matmul_device_explains_returned_values():
 
 
 def test_cpu_matmul_device_explains_the_requested_name():
-    fb = check.cpu_matmul_device("/CPU:0")
-    assert not fb.ok and "does not name a device" in fb.message
-    fb = check.cpu_matmul_device("/device:CPU:0")
-    assert not fb.ok and "the name you asked for" in fb.message
+    for requested in ("/CPU:0", "CPU:0", "/GPU:0", "/device:CPU:0"):
+        fb = check.cpu_matmul_device(requested)
+        assert not fb.ok and "the name you asked for" in fb.message, requested
+    assert "does not name a device" in check.cpu_matmul_device("nonsense").message
 
 
 def test_cpu_matmul_device_explains_a_gpu_placement():

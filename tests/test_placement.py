@@ -18,7 +18,8 @@ def test_short_device_parses_long_and_short_forms():
     assert placement.short_device("/job:localhost/replica:0/task:0/device:CPU:0") == "CPU:0"
     assert placement.short_device("/device:GPU:1") == "GPU:1"
     assert placement.short_device("") == ""
-    assert placement.short_device("/CPU:0") == ""  # a request, not a device TensorFlow reports
+    assert placement.short_device("/CPU:0") == placement.short_device("CPU:0") == "CPU:0"  # short names too
+    assert placement.short_device("/job:localhost") == ""
 
 
 def test_short_device_rejects_non_strings():

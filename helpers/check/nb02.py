@@ -37,12 +37,13 @@ def cpu_matmul_device(answer: Any) -> Feedback:
     device = short_device(answer)
     if not device:
         return wrong(f"{answer!r} does not name a device. Read `.device` of the matmul's result.")
-    if not device.startswith("CPU"):
-        return wrong(f"Your matmul ran on {device}. Wrap it in `with tf.device('/CPU:0'):` so it runs on the CPU.")
     if "/job:" not in answer:
         return wrong(f"{answer!r} is the name you asked for, not what TensorFlow reports. Return the result's "
                      "`.device`: it names the job, replica and task too, and shows where the op really ran.")
-    return Feedback(True, f"Right: the matmul ran on {device}, and `.device` says so in full: {answer}.")
+    if not device.startswith("CPU"):
+        return wrong(f"Your matmul ran on {device}. Wrap it in `with tf.device('/CPU:0'):` so it runs on the CPU.")
+    return Feedback(True, f"Right: the matmul ran on {device}, and `.device` says so in full: {answer}. "
+                          "(Without a GPU it lands on the CPU anyway: make sure you used `with tf.device('/CPU:0'):`.)")
 
 
 def _best(readings: list[Any], need_bytes: float) -> tuple[int | None, int | None]:

@@ -17,12 +17,12 @@ N_IN, N_HIDDEN, N_OUT = 784, 256, 10
 FLOPS_IN, FLOPS_UNITS, FLOPS_BATCH = 784, 128, 32
 
 
-def _as_int(answer: Any) -> int | None:
-    """The answer as an int when it is a whole number (int, NumPy integer, or a float like 3.0)."""
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
-        return None
-    if float(answer) != int(answer):
-        return None
+def _whole_number(answer: Any) -> int | Feedback:
+    """The answer as an int (int, NumPy integer, or a float like 3.0), or the Feedback that says why not."""
+    if (fb := not_filled(answer)) is not None:
+        return fb
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Real) or float(answer) != int(answer):
+        return wrong(f"Answer with a whole number (an int), not {type(answer).__name__}.")
     return int(answer)
 
 
@@ -35,11 +35,9 @@ def mlp_param_count(answer: Any) -> Feedback:
         >>> mlp_param_count(784 * 256 + 256 + 256 * 10 + 10).ok
         True
     """
-    if (fb := not_filled(answer)) is not None:
-        return fb
-    value = _as_int(answer)
-    if value is None:
-        return wrong(f"Answer with a whole number (an int), not {type(answer).__name__}.")
+    value = _whole_number(answer)
+    if isinstance(value, Feedback):
+        return value
     hidden_w, out_w = N_IN * N_HIDDEN, N_HIDDEN * N_OUT
     expected = hidden_w + N_HIDDEN + out_w + N_OUT
     if value == expected:
@@ -131,11 +129,9 @@ def dense_flops(answer: Any) -> Feedback:
         >>> dense_flops(2 * 784 * 128 * 32).ok
         True
     """
-    if (fb := not_filled(answer)) is not None:
-        return fb
-    value = _as_int(answer)
-    if value is None:
-        return wrong(f"Answer with a whole number (an int), not {type(answer).__name__}.")
+    value = _whole_number(answer)
+    if isinstance(value, Feedback):
+        return value
     macs_per_image = FLOPS_IN * FLOPS_UNITS
     expected = 2 * macs_per_image * FLOPS_BATCH
     if value == expected:

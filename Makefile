@@ -8,7 +8,7 @@ RUNTIME_STAMP := $(VENV)/.installed-runtime
 TEST_STAMP := $(VENV)/.installed-test
 LAB_PORT ?= 8888
 LAB_TOKEN ?=
-LAB_BROWSER ?=
+LAB_ARGS ?=
 PYTEST_WORKERS ?= 2
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 TOKEN_FLAG := $(if $(LAB_TOKEN),--IdentityProvider.token=$(LAB_TOKEN),)
@@ -42,7 +42,7 @@ kernel: $(RUNTIME_STAMP)
 
 lab: kernel
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 --port=$(LAB_PORT) \
-		$(ROOT_FLAG) $(TOKEN_FLAG) $(LAB_BROWSER)
+		$(ROOT_FLAG) $(TOKEN_FLAG) $(LAB_ARGS)
 
 doctor: $(RUNTIME_STAMP)
 	@$(PY) -m helpers.doctor

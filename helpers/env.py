@@ -375,8 +375,8 @@ def no_gpu_advice(rep: Report, system: str | None = None, driver_present: bool |
         return ("On Colab: Runtime > Change runtime type > Hardware accelerator: a GPU (T4 on the free "
                 "tier), then Runtime > Restart session and run the notebook again.")
     if system == "Windows":
-        return ("Native Windows: TensorFlow 2.11 and later has no GPU support there. Use WSL2 with the "
-                "NVIDIA driver for WSL and run `make lab` inside it, or use Colab.")
+        return ("Native Windows: TensorFlow 2.11 and later has no GPU support there. If this computer has an "
+                "NVIDIA GPU, use WSL2 with NVIDIA's driver for WSL and run `make lab` inside it; otherwise use Colab.")
     if system == "Darwin":
         return "macOS: TensorFlow has no CUDA GPU support here. The course runs on the CPU; use Colab for GPU runs."
     if driver_present and not rep.build.get("is_cuda_build"):
@@ -417,9 +417,12 @@ def readiness(rep: Report, data_ok: bool | None = None, pinned_tf: str | None = 
         checks.append(Check("GPU visible to TensorFlow", True, False,
                             "; ".join(g.describe() for g in rep.gpus)))
         ccs = [g.compute_capability for g in rep.gpus if g.compute_capability]
-        tc = bool(ccs) and min(ccs) >= (7, 0)
+        # GeForce GTX 16xx cards are compute capability 7.5 but were built without Tensor Cores.
+        gtx = any("GTX" in g.name.upper() for g in rep.gpus)
+        tc = bool(ccs) and min(ccs) >= (7, 0) and not gtx
+        detail = ", ".join(f"{a}.{b}" for a, b in ccs) or "unknown"
         checks.append(Check("Tensor Cores (compute capability >= 7.0)", tc, False,
-                            ", ".join(f"{a}.{b}" for a, b in ccs) or "unknown",
+                            detail + (" (GeForce GTX: no Tensor Cores)" if gtx else ""),
                             "" if tc else "Mixed precision (notebook 06) will run but not speed up here."))
     else:
         checks.append(Check("GPU visible to TensorFlow", False, False, "none", no_gpu_advice(rep)))
@@ -442,8 +445,8 @@ def readiness_table(checks: list[Check]) -> str:
 
     Example:
         >>> print(readiness_table([Check("Python >= 3.10", True, True, "3.11.7")]))  # doctest: +NORMALIZE_WHITESPACE
-        status  check           detail
-        ok      Python >= 3.10  3.11.7
+        status  needed    check           detail
+        ok      required  Python >= 3.10  3.11.7
     """
     def status(c: Check) -> str:
         if c.ok is None:
@@ -452,9 +455,11 @@ def readiness_table(checks: list[Check]) -> str:
             return "ok"
         return "MISSING" if c.required else "no"
 
-    rows = [("status", "check", "detail")] + [(status(c), c.name, c.detail) for c in checks]
-    widths = [max(len(r[i]) for r in rows) for i in range(2)]
-    lines = [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}".rstrip() for r in rows]
+    rows = [("status", "needed", "check", "detail")] + [
+        (status(c), "required" if c.required else "optional", c.name, c.detail) for c in checks]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = ["  ".join(f"{cell:<{w}}" for cell, w in zip(r[:3], widths, strict=True)) + f"  {r[3]}".rstrip()
+             for r in rows]
     advice = [f"- {c.name}: {c.advice}" for c in checks if c.advice]
     if advice:
         lines += ["", "What to do:"] + advice

@@ -74,7 +74,8 @@ def test_readiness_without_gpu_gives_advice_for_each_kind_of_machine():
     assert env.is_ready(checks)
     gpu_row = next(c for c in checks if c.name == "GPU visible to TensorFlow")
     assert gpu_row.ok is False and not gpu_row.required and "Colab" in gpu_row.advice
-    assert "WSL2" in env.no_gpu_advice(rep, system="Windows")
+    windows = env.no_gpu_advice(rep, system="Windows")
+    assert "WSL2" in windows and "otherwise use Colab" in windows
     rep.on_colab = True
     assert "Change runtime type" in env.no_gpu_advice(rep)
     rep.on_colab = False
@@ -100,3 +101,19 @@ def test_tensorflow_import_keeps_stderr_clean(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PATH": "/usr/bin:/bin"})
     assert out.stdout.startswith("2.") and out.stderr == "", out.stderr
+
+
+def test_gtx_cards_are_not_counted_as_having_tensor_cores():
+    tf = fakes.FakeTF(n_gpus=1, details={"device_name": "NVIDIA GeForce GTX 1660", "compute_capability": (7, 5)})
+    checks = env.readiness(env.report(tf=tf, nvml=fakes.FakeNVML()))
+    tc = next(c for c in checks if c.name.startswith("Tensor Cores"))
+    assert tc.ok is False and "no Tensor Cores" in tc.detail
+    t4 = env.readiness(env.report(tf=fakes.FakeTF(n_gpus=1), nvml=fakes.FakeNVML()))
+    assert next(c for c in t4 if c.name.startswith("Tensor Cores")).ok is True
+
+
+def test_readiness_table_marks_required_rows():
+    table = env.readiness_table([env.Check("Python >= 3.10", True, True, "3.11"),
+                                 env.Check("GPU visible to TensorFlow", False, False, "none", "use Colab")])
+    assert table.splitlines()[1].split()[:2] == ["ok", "required"]
+    assert table.splitlines()[2].split()[:2] == ["no", "optional"]

@@ -10,10 +10,10 @@ all are importable from ``helpers.check`` directly.
 
 from __future__ import annotations
 
-from helpers.check._feedback import Feedback, not_filled, wrong
+from helpers.check._feedback import Feedback, not_filled, whole_number, wrong
 from helpers.check.nb00 import bf16_tensor_gpus, gpu_count
 
-__all__ = ["Feedback", "not_filled", "wrong", "gpu_count", "bf16_tensor_gpus"]
+__all__ = ["Feedback", "not_filled", "whole_number", "wrong", "gpu_count", "bf16_tensor_gpus"]
 
 # Later notebooks register their checks by importing them here.
 try:  # pragma: no cover - present once notebook 01's checks exist

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,3 +42,23 @@ def not_filled(answer: Any) -> Feedback | None:
 def wrong(message: str) -> Feedback:
     """Shorthand for a Feedback that says what to look at."""
     return Feedback(False, f"Not yet. {message}")
+
+
+def whole_number(answer: Any) -> int | Feedback:
+    """The answer as an int, or the Feedback that says why it is not one.
+
+    Accepts ints, NumPy integers, whole floats (3.0) and scalar tensors (anything with ``.numpy()``).
+
+    Example:
+        >>> whole_number(3.0)
+        3
+    """
+    if (fb := not_filled(answer)) is not None:
+        return fb
+    if hasattr(answer, "numpy") and not isinstance(answer, numbers.Number):
+        answer = answer.numpy()
+        if getattr(answer, "ndim", 0) == 0 and hasattr(answer, "item"):
+            answer = answer.item()
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Real) or float(answer) != int(answer):
+        return wrong(f"Answer with a whole number (an int), not {type(answer).__name__}.")
+    return int(answer)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from helpers.check._feedback import Feedback, not_filled, wrong
+from helpers.check._feedback import Feedback, not_filled, whole_number, wrong
 
 
 def gpu_count(answer: Any, tf: Any | None = None) -> Feedback:
@@ -23,8 +23,9 @@ def gpu_count(answer: Any, tf: Any | None = None) -> Feedback:
     all_devices = len(tf.config.list_physical_devices())
     if isinstance(answer, list):
         return wrong("You returned the list of devices; wrap it in len(...) to count them.")
-    if isinstance(answer, bool) or not isinstance(answer, int):
-        return wrong(f"Answer with a whole number, not {type(answer).__name__}.")
+    answer = whole_number(answer)
+    if isinstance(answer, Feedback):
+        return answer
     if answer == expected:
         extra = "" if expected else " On a GPU runtime the same code gives 1 or more."
         return Feedback(True, f"Right: TensorFlow sees {expected} GPU(s) here.{extra}")
@@ -51,6 +52,11 @@ def bf16_tensor_gpus(answer: Any, specs: list[dict[str, Any]] | None = None) -> 
     specs = specs if specs is not None else data.load_gpu_specs()
     if isinstance(answer, str) or not hasattr(answer, "__iter__"):
         return wrong("Answer with a list (or set) of GPU names from the table's 'name' column.")
+    answer = list(answer)
+    if any(isinstance(a, dict) for a in answer):
+        return wrong("Your list holds whole table rows (dicts). Take the name of each: g[\"name\"].")
+    if not all(isinstance(a, str) for a in answer):
+        return wrong("Answer with GPU names (strings) from the table's 'name' column.")
     expected = {g["name"] for g in specs if g["compute_capability"] >= 8.0}
     given = set(answer)
     unknown = given - {g["name"] for g in specs}
@@ -65,6 +71,9 @@ def bf16_tensor_gpus(answer: Any, specs: list[dict[str, Any]] | None = None) -> 
         hints.append("these have compute capability below 8.0 (FP16 Tensor Cores at most): "
                      + ", ".join(f"{n} ({ccs[n]})" for n in sorted(extra)))
     if missing:
-        hints.append(f"{len(missing)} GPU(s) with compute capability >= 8.0 are missing")
+        hints.append(f"missing, with compute capability >= 8.0: {', '.join(sorted(missing))}")
+        ccs = {g["name"]: g["compute_capability"] for g in specs}
+        if any(ccs[n] == 8.0 for n in missing):
+            hints.append("compute capability exactly 8.0 counts too: use >=, not >")
     text = "; ".join(hints)
     return wrong(text[0].upper() + text[1:] + ". Filter on compute_capability >= 8.0.")

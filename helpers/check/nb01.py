@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
 
-from helpers.check._feedback import Feedback, not_filled, wrong
+from helpers.check._feedback import Feedback, not_filled, whole_number, wrong
 
 __all__ = ["mlp_param_count", "sigmoid_derivative", "dense_flops"]
 
@@ -15,15 +14,6 @@ __all__ = ["mlp_param_count", "sigmoid_derivative", "dense_flops"]
 N_IN, N_HIDDEN, N_OUT = 784, 256, 10
 # Exercise 3: Dense(128) on 784 inputs, a batch of 32
 FLOPS_IN, FLOPS_UNITS, FLOPS_BATCH = 784, 128, 32
-
-
-def _whole_number(answer: Any) -> int | Feedback:
-    """The answer as an int (int, NumPy integer, or a float like 3.0), or the Feedback that says why not."""
-    if (fb := not_filled(answer)) is not None:
-        return fb
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Real) or float(answer) != int(answer):
-        return wrong(f"Answer with a whole number (an int), not {type(answer).__name__}.")
-    return int(answer)
 
 
 def mlp_param_count(answer: Any) -> Feedback:
@@ -35,7 +25,7 @@ def mlp_param_count(answer: Any) -> Feedback:
         >>> mlp_param_count(784 * 256 + 256 + 256 * 10 + 10).ok
         True
     """
-    value = _whole_number(answer)
+    value = whole_number(answer)
     if isinstance(value, Feedback):
         return value
     hidden_w, out_w = N_IN * N_HIDDEN, N_HIDDEN * N_OUT
@@ -129,7 +119,7 @@ def dense_flops(answer: Any) -> Feedback:
         >>> dense_flops(2 * 784 * 128 * 32).ok
         True
     """
-    value = _whole_number(answer)
+    value = whole_number(answer)
     if isinstance(value, Feedback):
         return value
     macs_per_image = FLOPS_IN * FLOPS_UNITS

@@ -1,0 +1,73 @@
+"""Start `make lab` on a free localhost port with a known token, and stop it (the whole process group)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def status(url: str) -> int:
+    """HTTP status of a GET (raises URLError when nothing listens)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+@dataclass
+class Lab:
+    base: str
+    token: str
+    port: int
+    process: subprocess.Popen
+
+
+@contextlib.contextmanager
+def running_lab(extra_args: str = "", env: dict[str, str] | None = None, timeout: float = 90) -> Iterator[Lab]:
+    port, token = free_port(), "course-test-token"
+    proc = subprocess.Popen(
+        ["make", "-s", "lab", f"VENV={sys.prefix}", f"LAB_PORT={port}", f"LAB_TOKEN={token}",
+         f"LAB_ARGS=--no-browser {extra_args}".strip()],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        env={**os.environ, **(env or {})})
+    lab = Lab(f"http://127.0.0.1:{port}", token, port, proc)
+    try:
+        deadline = time.time() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"make lab exited with {proc.returncode}: {proc.stdout.read()[-2000:]}")
+            try:
+                if status(f"{lab.base}/api/status?token={token}") == 200:
+                    break
+            except (urllib.error.URLError, ConnectionError, OSError):
+                pass
+            if time.time() > deadline:
+                raise TimeoutError(f"JupyterLab did not answer on port {port} within {timeout} s")
+            time.sleep(0.5)
+        yield lab
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

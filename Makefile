@@ -9,16 +9,18 @@ TEST_STAMP := $(VENV)/.installed-test
 LAB_PORT ?= 8888
 LAB_TOKEN ?=
 LAB_ARGS ?=
+LAB_DIR ?= notebooks
 PYTEST_WORKERS ?= 2
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 TOKEN_FLAG := $(if $(LAB_TOKEN),--IdentityProvider.token=$(LAB_TOKEN),)
 
-.PHONY: lab test test-full doctor lint strip clean install install-test kernel help
+.PHONY: lab test test-full test-browser doctor lint strip clean install install-test kernel help
 
 help:
 	@echo "make lab        set up .venv and open the course in JupyterLab"
 	@echo "make test       set up .venv and run the whole test suite (smoke sizes, ~10 min on 2 cores)"
 	@echo "make test-full  run every notebook at learner sizes and report its time"
+	@echo "make test-browser  open every notebook in JupyterLab in headless Chromium and run all cells"
 	@echo "make doctor     readiness table of this machine (for instructors)"
 	@echo "make lint       ruff on helpers, tests, tools and notebooks"
 	@echo "make strip      strip outputs from notebooks before committing"
@@ -41,7 +43,7 @@ kernel: $(RUNTIME_STAMP)
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (GPU DL course)" >/dev/null
 
 lab: kernel
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 --port=$(LAB_PORT) \
+	$(VENV)/bin/jupyter lab --notebook-dir=$(LAB_DIR) --ip=127.0.0.1 --port=$(LAB_PORT) \
 		$(ROOT_FLAG) $(TOKEN_FLAG) $(LAB_ARGS)
 
 doctor: $(RUNTIME_STAMP)
@@ -52,12 +54,21 @@ lint: $(TEST_STAMP)
 
 test: $(TEST_STAMP) kernel lint
 	$(VENV)/bin/nbstripout --verify --keep-id --keep-count notebooks/*.ipynb
-	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow" tests
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow and not browser" tests
 	COURSE_SMOKE=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval-lax \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider notebooks
 
+# The learner's path in a real browser: Debian's chromium (installed with apt-get when missing and we are
+# root) driven by Playwright. Playwright's own browser download is never used.
+test-browser: $(TEST_STAMP) kernel
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-browser.txt
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+		{ echo "chromium is missing: install Debian's chromium package (as root: apt-get install chromium)"; exit 1; }
+	$(PY) -m pytest -m browser tests/test_browser.py -p no:cacheprovider
+
 test-full: $(TEST_STAMP) kernel
-	$(PY) -m pytest -n $(PYTEST_WORKERS) -m slow tests -s
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -m slow tests -s -p no:cacheprovider
 
 strip: $(TEST_STAMP)
 	$(VENV)/bin/nbstripout --keep-id --keep-count notebooks/*.ipynb

@@ -42,11 +42,13 @@ class Lab:
 
 
 @contextlib.contextmanager
-def running_lab(extra_args: str = "", env: dict[str, str] | None = None, timeout: float = 90) -> Iterator[Lab]:
+def running_lab(extra_args: str = "", env: dict[str, str] | None = None, timeout: float = 90,
+                lab_dir: Path | None = None) -> Iterator[Lab]:
+    """`make lab` on a free port with a known token; `lab_dir` serves a copy instead of notebooks/."""
     port, token = free_port(), "course-test-token"
     proc = subprocess.Popen(
         ["make", "-s", "lab", f"VENV={sys.prefix}", f"LAB_PORT={port}", f"LAB_TOKEN={token}",
-         f"LAB_ARGS=--no-browser {extra_args}".strip()],
+         f"LAB_ARGS=--no-browser {extra_args}".strip(), *([f"LAB_DIR={lab_dir}"] if lab_dir else [])],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
         env={**os.environ, **(env or {})})
     lab = Lab(f"http://127.0.0.1:{port}", token, port, proc)

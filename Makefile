@@ -46,7 +46,9 @@ lab: kernel
 	$(VENV)/bin/jupyter lab --notebook-dir=$(LAB_DIR) --ip=127.0.0.1 --port=$(LAB_PORT) \
 		$(ROOT_FLAG) $(TOKEN_FLAG) $(LAB_ARGS)
 
-doctor: $(RUNTIME_STAMP)
+doctor:
+	@$(PYTHON) tools/preflight.py
+	@$(MAKE) -s $(RUNTIME_STAMP) >/dev/null
 	@$(PY) -m helpers.doctor
 
 lint: $(TEST_STAMP)

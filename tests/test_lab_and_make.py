@@ -51,3 +51,14 @@ def test_requirements_pin_every_runtime_package():
         for line in (ROOT / name).read_text().splitlines():
             if line.strip() and not line.startswith("#"):
                 assert "==" in line, f"{name}: unpinned {line!r}"
+
+
+def test_preflight_names_what_stops_an_install():
+    sys.path.insert(0, str(ROOT / "tools"))
+    import preflight
+
+    assert preflight.problems((3, 11), free_bytes=10**12) == []
+    [old] = preflight.problems((3, 9), free_bytes=10**12)
+    assert "3.9 is too old" in old
+    [disk] = preflight.problems((3, 11), free_bytes=10**9)
+    assert "1.0 GB free" in disk

@@ -48,3 +48,23 @@ def test_learner_runs(name, tmp_path, monkeypatch):
     run = nbrun.run_notebook(name, tmp_path, smoke=False, timeout=1200)
     print(f"\n{name}: learner run {run.seconds:.1f} s")
     claims_for(name).check(run)
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_twice_in_a_row_in_one_kernel(name, tmp_path, monkeypatch):
+    """COURSE.md: "runs top to bottom ... twice in a row" - the setup cell and every demo are idempotent."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("COURSE_SMOKE", "1")
+    monkeypatch.setenv("COURSE_SCRATCH", str(tmp_path / "scratch"))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = nbformat.read(nbrun.NOTEBOOKS / name, as_version=4)
+    client = NotebookClient(nb, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(tmp_path)}})
+    with client.setup_kernel():
+        for _ in range(2):
+            for index, cell in enumerate(nb.cells):
+                client.execute_cell(cell, index)  # raises CellExecutionError on any error
+    red = [o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stderr"]
+    assert not red, f"{name}: stderr on the second run: {red}"

@@ -45,6 +45,21 @@ def test_param_count_explains_each_typical_mistake(answer, hint):
 def test_sigmoid_derivative_accepts_equivalent_formulas():
     assert check.sigmoid_derivative(lambda z: _sigmoid(z) * (1 - _sigmoid(z))).ok
     assert check.sigmoid_derivative(lambda z: np.exp(-z) / (1 + np.exp(-z)) ** 2).ok
+    assert "the sigmoid's own factor (at most 0.25)" in check.sigmoid_derivative(_sigmoid_grad).message
+
+
+def _sigmoid_grad(z):
+    s = _sigmoid(z)
+    return s * (1 - s)
+
+
+def test_sigmoid_derivative_without_return_is_told_to_add_return():
+    def forgot_return(z):
+        s = _sigmoid(z)
+        s * (1 - s)  # noqa: B018 - the learner's typical slip: computed, not returned
+
+    fb = check.sigmoid_derivative(forgot_return)
+    assert not fb.ok and "returns nothing: add `return`" in fb.message, fb.message
 
 
 @pytest.mark.parametrize(("answer", "hint"), [

@@ -127,3 +127,53 @@ def test_flops_of_a_layer_without_symbolic_output_is_refused_with_advice():
     with pytest.raises(ValueError, match="keras.Input"):
         nn.layer_flops(dense)
     assert nn.layer_flops(keras.layers.ReLU()) == 0
+
+
+def test_other_ops_counts_batch_norm_activations_additions_and_pooling_from_output_sizes():
+    inputs = keras.Input((8, 8, 3))
+    conv = keras.layers.Conv2D(4, 3, padding="same")(inputs)  # counted by count_flops, not here
+    bn = keras.layers.BatchNormalization()(conv)  # 2 x 256
+    act = keras.layers.Activation("relu")(bn)  # 256
+    added = keras.layers.Add()([act, conv])  # 256
+    pooled = keras.layers.MaxPooling2D(2)(keras.layers.ZeroPadding2D(0)(added))  # 4*4*4 outputs x 4
+    out = keras.layers.GlobalAveragePooling2D()(pooled)  # reads 64 inputs
+    assert nn.other_ops(keras.Model(inputs, out)) == 2 * 256 + 256 + 256 + 64 * 4 + 64
+    with pytest.raises(ValueError, match="built Keras model"):
+        nn.other_ops("resnet")
+
+
+def test_other_ops_of_resnet50_is_a_small_share_of_its_flops():
+    model = keras.applications.ResNet50(weights=None)
+    share = nn.other_ops(model) / nn.count_flops(model).total
+    assert 0.001 < share < 0.01
+
+
+def test_sci_writes_two_significant_figures_with_superscript_exponent():
+    assert nn.sci(141_234.0) == "1.4×10⁵"
+    assert nn.sci(0.00031) == "3.1×10⁻⁴"
+    assert nn.sci(9.96e4) == "1.0×10⁵"
+    assert nn.sci(123.0, digits=3) == "1.23×10²"
+    with pytest.raises(ValueError, match="digits=0"):
+        nn.sci(1.0, digits=0)
+
+
+def test_wide_mlp_adds_dropout_and_l2_only_when_asked():
+    plain = nn.wide_mlp(width=8)
+    regularised = nn.wide_mlp(dropout=0.5, l2=1e-3, width=8)
+    kinds = [type(layer).__name__ for layer in regularised.layers]
+    assert kinds.count("Dropout") == 2 and "Dropout" not in [type(layer).__name__ for layer in plain.layers]
+    assert regularised.layers[0].kernel_regularizer is not None and plain.layers[0].kernel_regularizer is None
+    assert plain.count_params() == regularised.count_params() == 784 * 8 + 8 + 8 * 8 + 8 + 8 * 10 + 10
+    with pytest.raises(ValueError, match="dropout=1"):
+        nn.wide_mlp(dropout=1)
+    with pytest.raises(ValueError, match="l2=-1"):
+        nn.wide_mlp(l2=-1)
+
+
+def test_fit_and_score_returns_curves_per_epoch_and_final_accuracies():
+    rng = np.random.default_rng(0)
+    x, y = rng.random((40, 784), dtype=np.float32), rng.integers(0, 10, 40)
+    curves, (train_acc, val_acc) = nn.fit_and_score(nn.wide_mlp(dropout=0.5, width=8), (x, y), (x[:10], y[:10]),
+                                                    epochs=2, batch_size=20)
+    assert len(curves["train"]) == len(curves["validation"]) == 2
+    assert 0 <= train_acc <= 1 and 0 <= val_acc <= 1

@@ -77,6 +77,8 @@ def sigmoid_derivative(answer: Any) -> Feedback:
         hint = (" Use np.exp, which works on whole arrays; math.exp takes one number."
                 if isinstance(exc, TypeError) else "")
         return wrong(f"Calling your function on an array raised {type(exc).__name__}: {exc}.{hint}")
+    if got is None:
+        return wrong("Your function returns nothing: add `return`, e.g. `return s * (1 - s)`.")
     try:
         got = np.asarray(got, dtype=np.float64)
     except (TypeError, ValueError):
@@ -90,8 +92,8 @@ def sigmoid_derivative(answer: Any) -> Feedback:
     expected = s * (1 - s)
     if np.allclose(got, expected, rtol=1e-5, atol=1e-8):
         return Feedback(True, "Right: sigmoid'(z) = s(1 - s) with s = sigmoid(z). Its largest value is "
-                              f"{expected.max():.2f} at z = 0, so every sigmoid layer shrinks the gradient "
-                              "by a factor of 4 or more.")
+                              f"{expected.max():.2f} at z = 0: the sigmoid's own factor (at most 0.25) shrinks "
+                              "the gradient by 4x or more at every sigmoid layer.")
     mistakes = [
         (s, "That is the sigmoid itself. The derivative is s * (1 - s) with s = sigmoid(z)."),
         (z * (1 - z), "You computed z * (1 - z): apply the sigmoid first, s = 1 / (1 + np.exp(-z)), "

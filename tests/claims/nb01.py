@@ -1,7 +1,8 @@
 """Claims of notebook 01 · deep-learning basics, asserted on its results JSON.
 
 Every claim below holds at smoke sizes (2 epochs on 2,000 images for SGD vs Adam; 15 epochs on 500
-images for overfitting) as well as at learner sizes; the margins were checked over several seeds.
+images for overfitting, validated on the last 500 training-split images) as well as at learner
+sizes; the margins were checked over several seeds.
 """
 
 RESNET50_PARAMS = 25_636_712  # keras.applications.ResNet50(weights=None).count_params()
@@ -30,11 +31,15 @@ def check(run):
     # SGD vs Adam, same model, start and budget: both learn, Adam ends lower.
     losses = r["optimizer_losses"]
     assert losses["SGD"][0] == losses["Adam"][0], "the two runs did not start from the same weights"
-    assert len(losses["SGD"]) == len(losses["Adam"]) == r["epochs"] + 1
+    assert losses["momentum SGD"][0] == losses["SGD"][0]
+    assert len(losses["SGD"]) == len(losses["Adam"]) == len(losses["momentum SGD"]) == r["epochs"] + 1
     assert r["sgd_final_loss"] < losses["SGD"][0] and r["adam_final_loss"] < losses["Adam"][0]
+    assert r["sgd_momentum_final_loss"] == losses["momentum SGD"][-1] < losses["momentum SGD"][0]
+    # "With these learning rates" Adam beats plain SGD; momentum is only compared, never claimed worse.
     assert r["adam_final_loss"] < r["sgd_final_loss"], (r["adam_final_loss"], r["sgd_final_loss"])
 
-    # Overfitting seen, then reduced by dropout + L2.
+    # Overfitting seen, then reduced by dropout (0.5) + L2 (1e-4); the gap fell by at least 0.026 over
+    # seeds 0-2 at smoke and learner sizes. What validation accuracy did is printed, not claimed.
     assert r["overfit_gap"] > 0.08, f"the plain wide network does not overfit: gap {r['overfit_gap']}"
     assert r["regularized_gap"] < r["overfit_gap"], (r["regularized_gap"], r["overfit_gap"])
     train_acc, val_acc = r["overfit_accuracy"]["plain"]
@@ -44,6 +49,7 @@ def check(run):
     assert r["resnet50_params"] == RESNET50_PARAMS, r["resnet50_params"]
     assert 7.5e9 < r["resnet50_flops_per_image"] < 8.3e9, r["resnet50_flops_per_image"]
     assert r["resnet50_flops_per_image"] == 2 * r["resnet50_macs_per_image"]
+    assert r["resnet50_other_ops"] < 0.01 * r["resnet50_flops_per_image"]  # "0.5 %" of the work
     device = r["resnet50_device"]
     assert device in ("CPU", "GPU")
     rate = r[f"resnet50_{device.lower()}_images_per_s"]
@@ -55,8 +61,14 @@ def check(run):
     assert r["t4_peak_gflops"] == {"fp32": 8100.0, "fp16_tensor": 65000.0,
                                    "source": "NVIDIA T4 Tensor Core GPU datasheet"}
 
+    # ImageNet epoch: the FP16 peak is faster than the FP32 peak, and both far beat a CPU.
+    assert r["imagenet_epoch_hours_t4_fp16_peak"] < r["imagenet_epoch_hours_t4_fp32_peak"]
+    if device == "CPU":
+        assert r["imagenet_epoch_hours_t4_fp32_peak"] < r["imagenet_epoch_hours_here"]
+
     assert r["exercises_solved"] is True
     text = run.outputs_text()
     assert "measured on this CPU" in text or device == "GPU"
-    assert "datasheet peak" in text
+    assert "datasheet peak" in text and "only a fraction of a peak" in text
+    assert "With these learning rates" in text and "Validation accuracy" in text
     assert run.stderr_text() == "", run.stderr_text()

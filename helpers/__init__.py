@@ -22,6 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 # TensorFlow reads these when it is first imported; set them before anything imports it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Number GPUs by PCI bus, as NVML and nvidia-smi do (CUDA's default puts the fastest first), so that
+# TensorFlow's GPU:i and NVML's GPU i are the same card.
+os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 
 
 _SUBMODULES = ("bench", "check", "colab", "data", "env", "monitor", "nn", "params", "placement", "plots", "results",

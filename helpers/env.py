@@ -139,8 +139,11 @@ def nvml_readings(nvml: Any | None = None) -> list[NvmlReading]:
         return []
     try:
         readings = []
-        for index in range(nvml.nvmlDeviceGetCount()):
-            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        count = _nvml_call(nvml.nvmlDeviceGetCount) or 0
+        for index in range(count):
+            handle = _nvml_call(nvml.nvmlDeviceGetHandleByIndex, index)
+            if handle is None:  # a GPU that fell off the bus, or no permission: skip it, keep the others
+                continue
             util = _nvml_call(nvml.nvmlDeviceGetUtilizationRates, handle)
             mem = _nvml_call(nvml.nvmlDeviceGetMemoryInfo, handle)
             power_mw = _nvml_call(nvml.nvmlDeviceGetPowerUsage, handle)
@@ -183,14 +186,26 @@ class GpuInfo:
         return f"{self.name} ({cc}, {mem})"
 
 
-def _visible_nvml_index(tf_index: int, environ: dict[str, str]) -> int:
-    """Map TensorFlow's GPU index to NVML's, which ignores CUDA_VISIBLE_DEVICES."""
+def nvml_index(tf_index: int, environ: dict[str, str] | None = None) -> int | None:
+    """NVML's index of TensorFlow's ``GPU:tf_index``, or None when it cannot be told.
+
+    NVML numbers every GPU by PCI bus and ignores ``CUDA_VISIBLE_DEVICES``; ``helpers`` sets
+    ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` so CUDA numbers them the same way. With
+    ``CUDA_VISIBLE_DEVICES=2,3``, TensorFlow's GPU:0 is NVML's GPU 2. Entries given as UUIDs or MIG
+    names cannot be mapped this way: None, so no reading of another card is shown by mistake.
+
+    Example:
+        >>> nvml_index(0, {"CUDA_VISIBLE_DEVICES": "2,3"})
+        2
+    """
+    environ = os.environ if environ is None else environ
     visible = environ.get("CUDA_VISIBLE_DEVICES", "").strip()
-    if visible:
-        ids = [v.strip() for v in visible.split(",")]
-        if tf_index < len(ids) and ids[tf_index].isdigit():
-            return int(ids[tf_index])
-    return tf_index
+    if not visible:
+        return tf_index
+    ids = [v.strip() for v in visible.split(",")]
+    if tf_index < len(ids) and ids[tf_index].isdigit():
+        return int(ids[tf_index])
+    return None
 
 
 def gpus(tf: Any | None = None, nvml: Any | None = None, environ: dict[str, str] | None = None) -> list[GpuInfo]:
@@ -212,7 +227,8 @@ def gpus(tf: Any | None = None, nvml: Any | None = None, environ: dict[str, str]
             details = tf.config.experimental.get_device_details(device) or {}
         except Exception:
             details = {}
-        reading = readings.get(_visible_nvml_index(index, environ))
+        nvml_i = nvml_index(index, environ)
+        reading = readings.get(nvml_i) if nvml_i is not None else None
         cc = details.get("compute_capability")
         name = details.get("device_name") or (reading.name if reading else f"GPU {index}")
         memory = reading.memory_total_bytes if reading else None
@@ -383,8 +399,11 @@ def no_gpu_advice(rep: Report, system: str | None = None, driver_present: bool |
         return ("An NVIDIA driver is present but this TensorFlow is a CPU build: reinstall with "
                 "`COURSE_TF_FLAVOUR=cuda make install`, then restart the kernel.")
     if driver_present:
-        return ("An NVIDIA driver is present but TensorFlow sees no GPU: check CUDA_VISIBLE_DEVICES and that "
-                "the GPU's compute capability is supported by this build (see build info).")
+        return ("An NVIDIA driver is present but TensorFlow sees no GPU. The course hides TensorFlow's C++ "
+                "warnings; to read its reason run `TF_CPP_MIN_LOG_LEVEL=0 .venv/bin/python -c \"import tensorflow "
+                "as tf; print(tf.config.list_physical_devices('GPU'))\"`. 'Cannot dlopen some GPU libraries' means "
+                "CUDA libraries are missing (`COURSE_TF_FLAVOUR=cuda make install`); a driver older than the "
+                "build's CUDA version (see build info) needs updating. Also check CUDA_VISIBLE_DEVICES.")
     return ("No NVIDIA GPU or driver here. Every notebook still runs on the CPU with smaller sizes; for GPU "
             "runs open the notebook in Colab (badge at the top) and choose a GPU runtime.")
 

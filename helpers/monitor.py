@@ -75,13 +75,22 @@ def _psutil() -> Any | None:
         return None
 
 
-def choose_source(nvml: Any | None = None, gpu_index: int = 0) -> str:
-    """``GPU_SOURCE`` when NVML starts and sees GPU `gpu_index`, else ``CPU_SOURCE``.
+def choose_source(nvml: Any | None = None, gpu_index: int | None = 0, tf_gpu_count: int | None = None) -> str:
+    """``GPU_SOURCE`` when TensorFlow uses a GPU and NVML sees GPU `gpu_index`, else ``CPU_SOURCE``.
+
+    `tf_gpu_count` is how many GPUs TensorFlow sees (None: ask TensorFlow). A GPU that TensorFlow does
+    not use (a CPU-only build on a GPU machine) would show 0 % "during training": the CPU is measured.
 
     Example:
         >>> choose_source() in SOURCES
         True
     """
+    if tf_gpu_count is None:
+        from helpers.env import tensorflow
+
+        tf_gpu_count = len(tensorflow().config.list_physical_devices("GPU"))
+    if tf_gpu_count == 0 or gpu_index is None:
+        return CPU_SOURCE
     if nvml is None:
         from helpers.env import nvml_module
 
@@ -120,7 +129,9 @@ class UtilisationSampler:
         source: ``"GPU (NVML)"``, ``"CPU (psutil)"`` or None to choose (GPU when NVML sees one).
         nvml: the pynvml module, or a fake in tests (default: the installed one, if any).
         psutil_module: psutil, or a fake in tests.
-        gpu_index: which GPU NVML reads (NVML numbers all GPUs, ignoring CUDA_VISIBLE_DEVICES).
+        gpu_index: which GPU NVML reads; None (default) means the card TensorFlow calls GPU:0
+            (NVML numbers all GPUs and ignores CUDA_VISIBLE_DEVICES; see helpers.env.nvml_index).
+        tf_gpu_count: GPUs TensorFlow sees (None: ask TensorFlow); with 0 the CPU is sampled.
 
     Example:
         >>> with UtilisationSampler(interval=0.05) as s:
@@ -130,19 +141,24 @@ class UtilisationSampler:
     """
 
     def __init__(self, interval: float = 0.15, source: str | None = None, nvml: Any | None = None,
-                 psutil_module: Any | None = None, gpu_index: int = 0) -> None:
+                 psutil_module: Any | None = None, gpu_index: int | None = None,
+                 tf_gpu_count: int | None = None) -> None:
         if not isinstance(interval, (int, float)) or isinstance(interval, bool) or not 0.01 <= interval <= 10:
             raise ValueError(f"interval={interval!r}: use a number of seconds from 0.01 to 10.")
         if source is not None and source not in SOURCES:
             raise ValueError(f"source={source!r}: use None, {GPU_SOURCE!r} or {CPU_SOURCE!r}.")
         self.interval = float(interval)
+        if gpu_index is None:
+            from helpers.env import nvml_index
+
+            gpu_index = nvml_index(0)
         self.gpu_index = gpu_index
         if nvml is None and source != CPU_SOURCE:
             from helpers.env import nvml_module
 
             nvml = nvml_module()
         self._nvml = nvml
-        self.source = source or choose_source(nvml, gpu_index)
+        self.source = source or choose_source(nvml, gpu_index, tf_gpu_count)
         self._psutil = psutil_module
         if self.source == CPU_SOURCE and self._psutil is None:
             self._psutil = _psutil()

@@ -38,8 +38,9 @@ def configure_devices(tf: Any, memory_growth: bool = True, logical_devices: int 
 
     * ``memory_growth``: let each GPU's memory grow as needed instead of taking it all at start.
     * ``logical_devices=N``: make sure N devices of one kind exist for data parallelism. With N or
-      more GPUs nothing changes; with one GPU it is split into N logical GPUs (each
-      ``logical_memory_mb``); with no GPU the CPU is split into N logical CPUs.
+      more GPUs nothing changes; with fewer GPUs each is split evenly (N must then be a multiple of
+      the GPU count), each part ``logical_memory_mb`` or 90 % of the GPU's free memory shared out;
+      with no GPU the CPU is split into N logical CPUs.
 
     Settings can only change before TensorFlow initialises the devices. If it already has (the
     setup cell ran before in this kernel), a setting that already holds passes silently and one
@@ -51,27 +52,37 @@ def configure_devices(tf: Any, memory_growth: bool = True, logical_devices: int 
     """
     notes: list[str] = []
     gpus = tf.config.list_physical_devices("GPU")
-    split = None
+    splits: list[tuple[Any, int]] = []  # (physical device, how many logical devices it becomes)
     if logical_devices and logical_devices > 1 and len(gpus) < logical_devices:
-        split = gpus[0] if gpus else tf.config.list_physical_devices("CPU")[0]
-    if split is not None:
-        kind = split.device_type
-        if kind == "GPU":
-            if logical_memory_mb is None:
-                total = next((r.memory_total_bytes for r in env.nvml_readings(nvml) if r.memory_total_bytes), None)
-                logical_memory_mb = int(0.8 * total / logical_devices / MIB) if total else 2048
-            configs = [tf.config.LogicalDeviceConfiguration(memory_limit=logical_memory_mb)
-                       for _ in range(logical_devices)]
+        if not gpus:
+            splits = [(tf.config.list_physical_devices("CPU")[0], logical_devices)]
+        elif logical_devices % len(gpus) == 0:
+            splits = [(gpu, logical_devices // len(gpus)) for gpu in gpus]
         else:
-            configs = [tf.config.LogicalDeviceConfiguration() for _ in range(logical_devices)]
+            raise ValueError(f"logical_devices={logical_devices} with {len(gpus)} GPUs: use at most {len(gpus)}, "
+                             f"or a multiple of {len(gpus)} so that every GPU splits evenly.")
+    free = {r.index: r.memory_total_bytes - r.memory_used_bytes for r in env.nvml_readings(nvml)
+            if r.memory_total_bytes is not None and r.memory_used_bytes is not None}
+    for index, (device, parts) in enumerate(splits):
+        if device.device_type == "GPU":
+            mb = logical_memory_mb
+            if mb is None:
+                available = free.get(env.nvml_index(index))
+                mb = int(0.9 * available / parts / MIB) if available else 2048
+            configs = [tf.config.LogicalDeviceConfiguration(memory_limit=mb) for _ in range(parts)]
+        else:
+            configs = [tf.config.LogicalDeviceConfiguration() for _ in range(parts)]
         try:
-            tf.config.set_logical_device_configuration(split, configs)
+            tf.config.set_logical_device_configuration(device, configs)
         except RuntimeError:
-            have = len(tf.config.list_logical_devices(kind))
+            have = len(tf.config.list_logical_devices(device.device_type))
             if have != logical_devices:
-                notes.append(f"TensorFlow had already started with {have} logical {kind}(s), so it cannot make "
-                             f"{logical_devices} now: use Kernel > Restart, then run the notebook from the top.")
-        gpus = [g for g in gpus if g is not split]  # a split GPU has fixed memory limits, not growth
+                notes.append(f"TensorFlow had already started with {have} logical {device.device_type}(s), so it "
+                             f"cannot make {logical_devices} now: use Kernel > Restart, then run the notebook from "
+                             "the top.")
+            break
+    if any(device.device_type == "GPU" for device, _ in splits):
+        return notes  # once GPUs are split TensorFlow ignores memory growth: each part has a fixed limit
     if memory_growth:
         for gpu in gpus:
             try:

@@ -30,6 +30,26 @@ def test_gpus_maps_cuda_visible_devices_to_nvml_indices():
     assert gpu.name == "B" and gpu.memory_bytes == 2
 
 
+def test_nvml_index_follows_cuda_visible_devices_and_refuses_uuids():
+    assert env.nvml_index(0, {}) == 0
+    assert env.nvml_index(1, {"CUDA_VISIBLE_DEVICES": "3,1"}) == 1
+    assert env.nvml_index(0, {"CUDA_VISIBLE_DEVICES": "3,1"}) == 3
+    assert env.nvml_index(0, {"CUDA_VISIBLE_DEVICES": "GPU-8f3a"}) is None
+    [gpu] = env.gpus(tf=fakes.FakeTF(n_gpus=1), nvml=fakes.FakeNVML(), environ={"CUDA_VISIBLE_DEVICES": "GPU-8f3a"})
+    assert gpu.memory_bytes is None, "an unmappable GPU shows 'unknown', never another card's memory"
+
+
+def test_a_lost_gpu_is_skipped_not_fatal():
+    class LostFirstGPU(fakes.FakeNVML):
+        def nvmlDeviceGetHandleByIndex(self, i):  # noqa: N802 - pynvml's name
+            if i == 0:
+                raise fakes.NVMLError("GPU is lost")
+            return i
+
+    nvml = LostFirstGPU(gpus=[dict(name="A", util=1, used=1, total=2, power_mw=0, temp=0)] * 2)
+    assert [r.index for r in env.nvml_readings(nvml)] == [1]
+
+
 def test_nvml_readings_convert_units_and_survive_unsupported_queries():
     nvml = fakes.FakeNVML(unsupported={"power_mw"})
     [r] = env.nvml_readings(nvml)
@@ -80,6 +100,9 @@ def test_readiness_without_gpu_gives_advice_for_each_kind_of_machine():
     assert "Change runtime type" in env.no_gpu_advice(rep)
     rep.on_colab = False
     assert "COURSE_TF_FLAVOUR=cuda" in env.no_gpu_advice(rep, system="Linux", driver_present=True)
+    rep.build["is_cuda_build"] = True
+    driver_no_gpu = env.no_gpu_advice(rep, system="Linux", driver_present=True)
+    assert "TF_CPP_MIN_LOG_LEVEL=0" in driver_no_gpu and "Cannot dlopen" in driver_no_gpu
 
 
 def test_readiness_fails_on_corrupt_data_and_flags_old_gpus():

@@ -62,3 +62,14 @@ def test_preflight_names_what_stops_an_install():
     assert "3.9 is too old" in old
     [disk] = preflight.problems((3, 11), free_bytes=10**9)
     assert "1.0 GB free" in disk
+
+
+def test_installer_sees_a_wsl2_driver_by_its_library(tmp_path, monkeypatch):
+    sys.path.insert(0, str(ROOT / "tools"))
+    import install
+
+    monkeypatch.setattr(install.shutil, "which", lambda name: None)
+    assert not install.nvidia_driver_present(markers=(str(tmp_path / "libcuda.so.1"),))
+    (tmp_path / "libcuda.so.1").write_text("")
+    assert install.nvidia_driver_present(markers=(str(tmp_path / "libcuda.so.1"),))
+    assert "/usr/lib/wsl/lib/libcuda.so.1" in install.DRIVER_MARKERS

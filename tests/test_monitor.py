@@ -48,18 +48,25 @@ class FakePsutil:
         return SimpleNamespace(cpu_percent=lambda interval=None: self.percent)
 
 
-def test_source_is_gpu_when_nvml_sees_a_gpu():
-    assert monitor.choose_source(FakeNvml(count=1)) == monitor.GPU_SOURCE
+def test_source_is_gpu_when_tensorflow_uses_a_gpu_nvml_sees():
+    assert monitor.choose_source(FakeNvml(count=1), tf_gpu_count=1) == monitor.GPU_SOURCE
 
 
 def test_source_falls_back_to_cpu_without_driver_or_gpu():
-    assert monitor.choose_source(FakeNvml(fail_init=True)) == monitor.CPU_SOURCE
-    assert monitor.choose_source(FakeNvml(count=1), gpu_index=1) == monitor.CPU_SOURCE
+    assert monitor.choose_source(FakeNvml(fail_init=True), tf_gpu_count=1) == monitor.CPU_SOURCE
+    assert monitor.choose_source(FakeNvml(count=1), gpu_index=1, tf_gpu_count=1) == monitor.CPU_SOURCE
+    assert monitor.choose_source(FakeNvml(count=1), gpu_index=None, tf_gpu_count=1) == monitor.CPU_SOURCE
+
+
+def test_source_is_cpu_when_tensorflow_does_not_use_the_gpu():
+    # A CPU-only TensorFlow on a GPU machine: the GPU would read 0 % during training.
+    assert monitor.choose_source(FakeNvml(count=1), tf_gpu_count=0) == monitor.CPU_SOURCE
+    assert monitor.choose_source(FakeNvml(count=1)) == monitor.CPU_SOURCE  # this machine: TF sees no GPU
 
 
 def test_sampler_reads_gpu_utilisation_through_nvml():
     nvml = FakeNvml()
-    with monitor.UtilisationSampler(interval=0.02, nvml=nvml) as sampler:
+    with monitor.UtilisationSampler(interval=0.02, nvml=nvml, tf_gpu_count=1) as sampler:
         time.sleep(0.15)
     assert sampler.source == "GPU (NVML)"
     assert len(sampler.values) >= 3
@@ -76,7 +83,7 @@ def test_sampler_normalises_process_cpu_percent_by_cores():
 
 
 def test_sampler_labels_samples_with_the_phase_and_summarises_each():
-    with monitor.UtilisationSampler(interval=0.02, nvml=FakeNvml()) as sampler:
+    with monitor.UtilisationSampler(interval=0.02, nvml=FakeNvml(), tf_gpu_count=1) as sampler:
         time.sleep(0.1)
         sampler.phase("training")
         time.sleep(0.1)
@@ -103,14 +110,14 @@ def test_sampler_with_real_psutil_sees_busy_work_above_idle():
 def test_sampler_skips_failed_readings_and_stops_twice_safely():
     nvml = FakeNvml()
     nvml.nvmlDeviceGetUtilizationRates = lambda handle: (_ for _ in ()).throw(RuntimeError("not supported"))
-    sampler = monitor.UtilisationSampler(interval=0.02, nvml=nvml).start()
+    sampler = monitor.UtilisationSampler(interval=0.02, nvml=nvml, tf_gpu_count=1).start()
     time.sleep(0.08)
     sampler.stop().stop()
     assert sampler.samples == []
 
 
 def test_sampler_cannot_start_twice():
-    sampler = monitor.UtilisationSampler(interval=0.05, nvml=FakeNvml()).start()
+    sampler = monitor.UtilisationSampler(interval=0.05, nvml=FakeNvml(), tf_gpu_count=1).start()
     try:
         with pytest.raises(RuntimeError, match="already running"):
             sampler.start()

@@ -76,11 +76,12 @@ def test_memory_growth_is_set_on_every_gpu_and_tolerated_after_init():
     assert "Kernel > Restart" in note
 
 
-def test_one_gpu_is_split_into_logical_gpus_with_memory_from_nvml():
+def test_one_gpu_is_split_into_logical_gpus_sharing_its_free_memory():
     tf = fakes.FakeTF(n_gpus=1)
     assert session.configure_devices(tf, logical_devices=2, nvml=fakes.FakeNVML()) == []
     configs = tf.logical["/physical_device:GPU:0"]
-    assert len(configs) == 2 and configs[0].memory_limit == int(0.8 * 16 * 1024 / 2)
+    free_mib = (16 - 2) * 1024  # the fake GPU has 16 GiB, 2 GiB in use by others
+    assert len(configs) == 2 and configs[0].memory_limit == int(0.9 * free_mib / 2)
     assert len(tf.config.list_logical_devices("GPU")) == 2 and tf.growth == {}
 
 
@@ -115,3 +116,17 @@ def test_scratch_dir_is_under_course_scratch(tmp_path, monkeypatch):
     assert session.scratch_dir("04_input") == tmp_path / "04_input"
     with pytest.raises(ValueError, match="name="):
         session.scratch_dir("../etc")
+
+
+def test_several_gpus_split_evenly_without_memory_growth():
+    tf = fakes.FakeTF(n_gpus=2)
+    nvml = fakes.FakeNVML(gpus=[dict(name="A", util=0, used=0, total=8 * 1024**3, power_mw=0, temp=0)] * 2)
+    assert session.configure_devices(tf, logical_devices=4, nvml=nvml) == []
+    assert [len(c) for c in tf.logical.values()] == [2, 2]
+    assert len(tf.config.list_logical_devices("GPU")) == 4
+    assert tf.growth == {}, "TensorFlow ignores memory growth once GPUs are split: do not pretend"
+
+
+def test_uneven_gpu_split_is_refused_with_the_allowed_values():
+    with pytest.raises(ValueError, match="logical_devices=3 with 2 GPUs: use at most 2, or a multiple of 2"):
+        session.configure_devices(fakes.FakeTF(n_gpus=2), logical_devices=3, nvml=fakes.FakeNVML())

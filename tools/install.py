@@ -5,8 +5,8 @@ this script turns it into the flavour that fits the machine:
 
 * ``cpu``: ``tensorflow-cpu==X`` (Linux or Windows without an NVIDIA driver). Half the size of the
   full wheel and silent at import on a CPU machine.
-* ``cuda``: ``tensorflow[and-cuda]==X`` (Linux with an NVIDIA driver: ``nvidia-smi`` on PATH or
-  ``/proc/driver/nvidia``). Pulls the CUDA and cuDNN libraries from PyPI.
+* ``cuda``: ``tensorflow[and-cuda]==X`` (Linux with an NVIDIA driver: ``nvidia-smi`` on PATH,
+  ``/proc/driver/nvidia``, or WSL2's ``/usr/lib/wsl/lib/libcuda.so.1``). Pulls CUDA and cuDNN from PyPI.
 * ``plain``: ``tensorflow==X`` (macOS, where there is no ``-cpu`` wheel).
 
 Set ``COURSE_TF_FLAVOUR=cpu|cuda|plain`` to choose by hand. Usage (the Makefile calls it)::
@@ -48,9 +48,24 @@ def detect_flavour(env: dict[str, str] | None = None, system: str | None = None)
     system = system or platform.system()
     if system == "Darwin":
         return "plain"
-    if system == "Linux" and (shutil.which("nvidia-smi") or Path("/proc/driver/nvidia").exists()):
+    if system == "Linux" and nvidia_driver_present():
         return "cuda"
     return "cpu"
+
+
+# Where a Linux machine shows an NVIDIA driver. WSL2 has no /proc/driver/nvidia and its nvidia-smi is
+# often not on PATH: the Windows driver exposes CUDA inside WSL2 through /usr/lib/wsl/lib.
+DRIVER_MARKERS = ("/proc/driver/nvidia", "/usr/lib/wsl/lib/libcuda.so.1", "/usr/lib/wsl/lib/nvidia-smi")
+
+
+def nvidia_driver_present(markers: tuple[str, ...] = DRIVER_MARKERS) -> bool:
+    """True when an NVIDIA driver is visible: `nvidia-smi` on PATH or one of `markers` exists.
+
+    Example:
+        >>> nvidia_driver_present(markers=()) in (True, False)
+        True
+    """
+    return bool(shutil.which("nvidia-smi")) or any(Path(m).exists() for m in markers)
 
 
 def tensorflow_requirement(requirements: str, flavour: str) -> tuple[str, str]:

@@ -70,5 +70,8 @@ def check(run):
     text = run.outputs_text()
     assert "measured on this CPU" in text or device == "GPU"
     assert "datasheet peak" in text and "only a fraction of a peak" in text
+    assert "times smaller than ReLU's" in text and "IQR: the spread of the middle half" in text
+    assert isinstance(r["tf32_enabled"], bool)
+    assert "TF32 does not apply" in text or device == "GPU"
     assert "With these learning rates" in text and "Validation accuracy" in text
     assert run.stderr_text() == "", run.stderr_text()

@@ -63,6 +63,11 @@ def check(run) -> None:
     assert idle["n"] >= 3 and train["n"] >= 3, f"too few samples: idle {idle['n']}, training {train['n']}"
     assert 0 <= idle["mean"] <= 100 and 0 <= train["max"] <= 100
     assert train["mean"] > idle["mean"] + 5, f"training {train['mean']} % not above idle {idle['mean']} %"
+    # The printed reading turns the mean into cores: mean % x cores / 100.
+    busy = r["cpu_cores_busy"]
+    cores = busy * 100 / train["mean"]
+    assert busy > 0 and round(cores) >= 1 and abs(cores - round(cores)) < 1e-6, (busy, train["mean"])
+    assert "cores stay busy" in run.outputs_text()
 
     assert r["exercises_solved"] is True
     assert run.stderr_text() == "", f"stderr on the learner's page:\n{run.stderr_text()[:2000]}"

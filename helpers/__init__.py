@@ -28,10 +28,10 @@ os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 
 
 _SUBMODULES = ("bench", "check", "colab", "data", "env", "monitor", "nn", "params", "placement", "plots", "results",
-               "session")
+               "session", "tables")
 
 if TYPE_CHECKING:  # pragma: no cover - for editors and type checkers only
-    from helpers import bench, check, colab, data, env, monitor, nn, params, placement, plots, results, session  # noqa: F401
+    from helpers import bench, check, colab, data, env, monitor, nn, params, placement, plots, results, session, tables  # noqa: F401
     from helpers.session import scratch_dir, setup  # noqa: F401
 
 

@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helpers.tables import text_table
+
 ROOT = Path(__file__).resolve().parent.parent
 GIB = 1024**3
 
@@ -476,9 +478,7 @@ def readiness_table(checks: list[Check]) -> str:
 
     rows = [("status", "needed", "check", "detail")] + [
         (status(c), "required" if c.required else "optional", c.name, c.detail) for c in checks]
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = ["  ".join(f"{cell:<{w}}" for cell, w in zip(r[:3], widths, strict=True)) + f"  {r[3]}".rstrip()
-             for r in rows]
+    lines = [text_table(rows)]
     advice = [f"- {c.name}: {c.advice}" for c in checks if c.advice]
     if advice:
         lines += ["", "What to do:"] + advice

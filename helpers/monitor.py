@@ -24,7 +24,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from helpers.env import NvmlReading
+from helpers.env import NvmlReading, nvml_index, nvml_module, nvml_readings, tensorflow
+from helpers.tables import text_table
 
 GPU_SOURCE = "GPU (NVML)"
 CPU_SOURCE = "CPU (psutil)"
@@ -64,8 +65,7 @@ def readings_table(readings: list[NvmlReading]) -> str:
                   else f"{r.memory_used_bytes / GIB:.1f} / {r.memory_total_bytes / GIB:.1f} GiB")
         rows.append((str(r.index), r.name, _fmt(r.utilization_pct, "%"), memory,
                      _fmt(r.power_w, "W"), _fmt(r.temperature_c, "°C")))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(f"{cell:<{w}}" for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+    return text_table(rows)
 
 
 def _psutil() -> Any | None:
@@ -86,30 +86,11 @@ def choose_source(nvml: Any | None = None, gpu_index: int | None = 0, tf_gpu_cou
         True
     """
     if tf_gpu_count is None:
-        from helpers.env import tensorflow
-
         tf_gpu_count = len(tensorflow().config.list_physical_devices("GPU"))
     if tf_gpu_count == 0 or gpu_index is None:
         return CPU_SOURCE
-    if nvml is None:
-        from helpers.env import nvml_module
-
-        nvml = nvml_module()
-    if nvml is None:
-        return CPU_SOURCE
-    try:
-        nvml.nvmlInit()
-    except Exception:
-        return CPU_SOURCE
-    try:
-        return GPU_SOURCE if nvml.nvmlDeviceGetCount() > gpu_index else CPU_SOURCE
-    except Exception:
-        return CPU_SOURCE
-    finally:
-        try:
-            nvml.nvmlShutdown()
-        except Exception:
-            pass
+    seen = {r.index for r in nvml_readings(nvml)}  # empty without NVML or a driver
+    return GPU_SOURCE if gpu_index in seen else CPU_SOURCE
 
 
 @dataclass
@@ -149,13 +130,9 @@ class UtilisationSampler:
             raise ValueError(f"source={source!r}: use None, {GPU_SOURCE!r} or {CPU_SOURCE!r}.")
         self.interval = float(interval)
         if gpu_index is None:
-            from helpers.env import nvml_index
-
             gpu_index = nvml_index(0)
         self.gpu_index = gpu_index
         if nvml is None and source != CPU_SOURCE:
-            from helpers.env import nvml_module
-
             nvml = nvml_module()
         self._nvml = nvml
         self.source = source or choose_source(nvml, gpu_index, tf_gpu_count)

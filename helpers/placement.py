@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helpers.tables import text_table
+
 ROOT = Path(__file__).resolve().parent.parent
 
 _DEVICE_RE = re.compile(r"(?:device:|^/?)([A-Za-z_]+):(\d+)$")  # long form, or short "/CPU:0", "CPU:0"
@@ -84,8 +86,7 @@ def placement_table(placements: Mapping[str, str]) -> str:
     """
     rows = [("operation", "ran on")] + [(name, short_device(dev) or dev or "(unknown)")
                                         for name, dev in placements.items()]
-    width = max(len(r[0]) for r in rows)
-    return "\n".join(f"{a:<{width}}  {b}" for a, b in rows)
+    return text_table(rows)
 
 
 # --------------------------------------------------------------------------- child processes

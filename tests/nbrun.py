@@ -52,8 +52,13 @@ class Run:
         return "\n".join(parts)
 
     def stderr_text(self) -> str:
-        return "\n".join(out.get("text", "") for cell in self.notebook.cells
-                         for out in cell.get("outputs", []) if out.get("name") == "stderr")
+        return stderr_text(self.notebook)
+
+
+def stderr_text(notebook: Any) -> str:
+    """All stderr text an executed notebook shows (red on the learner's page), joined."""
+    return "\n".join(out.get("text", "") for cell in notebook.cells
+                     for out in cell.get("outputs", []) if out.get("name") == "stderr")
 
 
 def run_notebook(name: str, workdir: Path, smoke: bool = True, timeout: int = 600, **params: Any) -> Run:

@@ -5,34 +5,23 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
+import fakes
 import pytest
 
 from helpers import monitor
 
 
-class FakeNvml:
-    """Enough of pynvml for the sampler: utilisation rises with each reading."""
+class FakeNvml(fakes.FakeNVML):
+    """The shared fake NVML with one twist for the sampler: utilisation rises by 10 with each reading."""
 
-    def __init__(self, count: int = 1, fail_init: bool = False) -> None:
-        self.count, self.fail_init = count, fail_init
+    def __init__(self, count: int = 1, fail_init: bool = False, unsupported=()) -> None:
+        one = {"name": "Tesla T4", "util": 0, "used": 0, "total": 16 * 1024**3, "power_mw": 0, "temp": 0}
+        super().__init__(gpus=[dict(one) for _ in range(count)], fail_init=fail_init, unsupported=unsupported)
         self.calls = 0
-        self.inits = self.shutdowns = 0
 
-    def nvmlInit(self):
-        if self.fail_init:
-            raise RuntimeError("NVML Shared Library Not Found")
-        self.inits += 1
-
-    def nvmlShutdown(self):
-        self.shutdowns += 1
-
-    def nvmlDeviceGetCount(self):
-        return self.count
-
-    def nvmlDeviceGetHandleByIndex(self, index):
-        return f"handle-{index}"
-
-    def nvmlDeviceGetUtilizationRates(self, handle):
+    def nvmlDeviceGetUtilizationRates(self, h):  # noqa: N802 - pynvml's name
+        if "util" in self.unsupported:
+            raise fakes.NVMLError("Not Supported")
         self.calls += 1
         return SimpleNamespace(gpu=min(100, 10 * self.calls), memory=5)
 
@@ -66,7 +55,9 @@ def test_source_is_cpu_when_tensorflow_does_not_use_the_gpu():
 
 def test_sampler_reads_gpu_utilisation_through_nvml():
     nvml = FakeNvml()
-    with monitor.UtilisationSampler(interval=0.02, nvml=nvml, tf_gpu_count=1) as sampler:
+    sampler = monitor.UtilisationSampler(interval=0.02, nvml=nvml, tf_gpu_count=1)
+    nvml.calls = 0  # choosing the source read NVML once; count the sampler's own readings
+    with sampler:
         time.sleep(0.15)
     assert sampler.source == "GPU (NVML)"
     assert len(sampler.values) >= 3
@@ -108,8 +99,7 @@ def test_sampler_with_real_psutil_sees_busy_work_above_idle():
 
 
 def test_sampler_skips_failed_readings_and_stops_twice_safely():
-    nvml = FakeNvml()
-    nvml.nvmlDeviceGetUtilizationRates = lambda handle: (_ for _ in ()).throw(RuntimeError("not supported"))
+    nvml = FakeNvml(unsupported={"util"})
     sampler = monitor.UtilisationSampler(interval=0.02, nvml=nvml, tf_gpu_count=1).start()
     time.sleep(0.08)
     sampler.stop().stop()

@@ -66,5 +66,5 @@ def test_notebook_runs_twice_in_a_row_in_one_kernel(name, tmp_path, monkeypatch)
         for _ in range(2):
             for index, cell in enumerate(nb.cells):
                 client.execute_cell(cell, index)  # raises CellExecutionError on any error
-    red = [o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("name") == "stderr"]
-    assert not red, f"{name}: stderr on the second run: {red}"
+    red = nbrun.stderr_text(nb)
+    assert red == "", f"{name}: stderr on the second run: {red}"

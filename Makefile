@@ -14,7 +14,7 @@ PYTEST_WORKERS ?= 2
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 TOKEN_FLAG := $(if $(LAB_TOKEN),--IdentityProvider.token=$(LAB_TOKEN),)
 
-.PHONY: lab test test-full test-browser doctor lint strip clean install install-test kernel help
+.PHONY: lab test test-full test-browser doctor lint strip clean install install-test kernel help tensorboard
 
 help:
 	@echo "make lab        set up .venv and open the course in JupyterLab"
@@ -24,6 +24,7 @@ help:
 	@echo "make doctor     readiness table of this machine (for instructors)"
 	@echo "make lint       ruff on helpers, tests, tools and notebooks"
 	@echo "make strip      strip outputs from notebooks before committing"
+	@echo "make tensorboard  open notebook 04's profiler traces in TensorBoard on 127.0.0.1 (TB_PORT=6006)"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -49,14 +50,14 @@ lab: kernel
 doctor:
 	@$(PYTHON) tools/preflight.py
 	@$(MAKE) -s $(RUNTIME_STAMP) >/dev/null
-	@$(PY) -m helpers.doctor
+	@$(PY) -c "import sys, helpers.readiness; sys.exit(helpers.readiness.main())"
 
 lint: $(TEST_STAMP)
-	$(VENV)/bin/ruff check helpers tests tools notebooks
+	$(VENV)/bin/ruff check helpers tests tools benchmarks notebooks
 
 test: $(TEST_STAMP) kernel lint
 	$(VENV)/bin/nbstripout --verify --keep-id --keep-count notebooks/*.ipynb
-	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow and not browser" tests
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow and not browser" --doctest-modules tests helpers
 	COURSE_SMOKE=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval-lax \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider notebooks
 
@@ -77,3 +78,10 @@ strip: $(TEST_STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache scratch
+
+# Notebook 04's profiler traces in TensorBoard, served on this machine only (127.0.0.1; never --bind_all).
+TB_PORT ?= 6006
+TB_LOGDIR ?= $(or $(COURSE_SCRATCH),scratch)/04_input_pipelines/traces
+tensorboard: $(RUNTIME_STAMP)
+	@test -d $(TB_LOGDIR) || echo "No traces in $(TB_LOGDIR) yet: run notebooks/04_input_pipelines.ipynb first."
+	$(VENV)/bin/tensorboard --logdir $(TB_LOGDIR) --host 127.0.0.1 --port $(TB_PORT)

@@ -1,24 +1,35 @@
-"""Helpers for the GPU Deep Learning Notebooks course.
+"""Helpers for the GPU Deep Learning Notebooks course: the plumbing, so the lesson stays on the page.
 
-The notebooks share one small vocabulary:
+Each module's docstring names the notebooks that use it; each notebook's Setup section lists the
+modules it uses. Importing ``helpers`` loads every module below (about 0.2 s) but never TensorFlow:
+:func:`setup` validates the parameters first and imports TensorFlow after that, quietly.
 
-* ``helpers.setup(**params)``: validate parameters, seed, apply GPU settings, print the hardware.
-* ``helpers.env``: hardware and software facts (GPUs, build info, NVML readings).
-* ``helpers.bench``: timing that waits for asynchronous work.
-* ``helpers.data``: the datasets shipped in ``data/``, verified against their sha256.
-* ``helpers.check``: feedback for the exercises.
-* ``helpers.results``: key results written as JSON for the tests.
-* ``helpers.plots``: plotting code too long to inline into a notebook.
-
-Importing ``helpers`` is cheap: submodules load on first use, and TensorFlow is imported only by
-the functions that need it (quietly, so the learner's page stays free of C++ log noise).
+Every notebook uses
+    ``session``   :func:`setup` (validate, import TF, device settings, seed, one-line report), :func:`scratch_dir`
+    ``params``    the rule for every notebook parameter (SMOKE, SEED, SIZES, POLICY, N_REPLICAS, ...)
+    ``results``   key results written as JSON for the tests (``Recorder``)
+    ``data``      the datasets in ``data/``, verified against their sha256
+    ``colab``     the repository's address and the Colab bootstrap cell
+    ``check``     exercise feedback, one module per notebook (``from helpers.check import nb02 as check``)
+Shared tools
+    ``bench``     timing that waits for asynchronous work (warm-up, repeats, median, spread)
+    ``flops``     FLOP counting for Keras models and matmuls
+    ``children``  run a visible child script in fresh Pythons, collect its JSON answer
+    ``plots``     plotting too long for a notebook cell (curves that keep their colours, bars)
+    ``tables``    aligned text tables, scientific notation
+    ``monitor``   a background utilisation sampler (NVML or psutil)
+Hardware facts, by concern
+    ``cpu``       the CPU's model, instruction-set flags, clocks and peak FLOP/s
+    ``env``       what TensorFlow sees: versions, build, devices, GPUs, memory, the report
+    ``nvml``      NVIDIA's management library: utilisation, memory, power, temperature
+    ``readiness`` the readiness table of notebook 00 and ``make doctor``
+Topic modules, one per notebook that needs one
+    ``nn`` (01), ``placement`` (02)
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-from typing import TYPE_CHECKING, Any
 
 # TensorFlow reads these when it is first imported; set them before anything imports it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -26,21 +37,28 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # TensorFlow's GPU:i and NVML's GPU i are the same card.
 os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 
+from helpers import (  # noqa: E402  (the variables above must be set first)
+    bench,
+    check,
+    children,
+    colab,
+    cpu,
+    data,
+    env,
+    flops,
+    monitor,
+    nn,
+    nvml,
+    params,
+    placement,
+    plots,
+    readiness,
+    results,
+    session,
+    tables,
+)
+from helpers.session import scratch_dir, setup  # noqa: E402
 
-_SUBMODULES = ("bench", "check", "colab", "data", "env", "monitor", "nn", "params", "placement", "plots", "results",
-               "session", "tables")
-
-if TYPE_CHECKING:  # pragma: no cover - for editors and type checkers only
-    from helpers import bench, check, colab, data, env, monitor, nn, params, placement, plots, results, session, tables  # noqa: F401
-    from helpers.session import scratch_dir, setup  # noqa: F401
-
-
-def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
-        return importlib.import_module(f"helpers.{name}")
-    if name in ("setup", "scratch_dir"):
-        return getattr(importlib.import_module("helpers.session"), name)
-    raise AttributeError(f"module 'helpers' has no attribute {name!r}")
-
-
-__all__ = ["setup", "scratch_dir", *_SUBMODULES]
+__all__ = ["setup", "scratch_dir", "bench", "check", "children", "colab", "cpu", "data", "env", "flops",
+           "monitor", "nn", "nvml", "params", "placement", "plots", "readiness", "results",
+           "session", "tables"]

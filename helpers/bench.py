@@ -1,4 +1,4 @@
-"""Timing that tells the truth about asynchronous devices.
+"""Timing that tells the truth about asynchronous devices (notebooks 01, 03, 04, 05, 06, 07).
 
 A GPU runs kernels in the background: ``tf.matmul`` returns as soon as the work is *queued*.
 TensorFlow's asynchronous eager mode (``tf.config.experimental.set_synchronous_execution(False)``)

@@ -1,5 +1,8 @@
 """Loaders for the datasets shipped in ``data/``, each verified against ``data/MANIFEST``.
 
+Used by every notebook that trains (Fashion-MNIST: 01, 02, 04-07; SMS spam: 03), by 00 and 02 (the
+GPU table, and the hashes behind the readiness table) and by ``make doctor``.
+
 Nothing here touches the network: the files come with the repository (see ``data/README.md`` for
 provenance and licences). A file whose sha256 does not match the manifest is refused.
 """

@@ -1,5 +1,8 @@
 """A small utilisation sampler: how busy the GPU (or, without one, the CPU) is while code runs.
 
+Used by notebook 02 ("GPU readings through NVML", "Watching utilisation during training", the
+exercise's example server).
+
 :class:`UtilisationSampler` runs a background thread that reads one number every ``interval``
 seconds, labelled with the phase you are in (``"idle"``, ``"training"``, ...):
 
@@ -24,7 +27,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from helpers.env import NvmlReading, nvml_index, nvml_module, nvml_readings, tensorflow
+from helpers import nvml as nvml_api
+from helpers.env import tensorflow
+from helpers.nvml import NvmlReading
 from helpers.tables import text_table
 
 GPU_SOURCE = "GPU (NVML)"
@@ -32,7 +37,7 @@ CPU_SOURCE = "CPU (psutil)"
 SOURCES = (GPU_SOURCE, CPU_SOURCE)
 GIB = 1024**3
 
-# A made-up 4-GPU server for the exercises (not measured anywhere): what nvml_readings() returns.
+# A made-up 4-GPU server for the exercises (not measured anywhere): what helpers.nvml.readings() returns.
 EXAMPLE_READINGS = [
     NvmlReading(0, "Tesla T4", utilization_pct=92.0, memory_used_bytes=14 * GIB,
                 memory_total_bytes=15 * GIB, power_w=68.0, temperature_c=71.0),
@@ -50,7 +55,7 @@ def _fmt(value: float | None, unit: str, scale: float = 1.0, digits: int = 0) ->
 
 
 def readings_table(readings: list[NvmlReading]) -> str:
-    """Format NVML readings (``helpers.env.nvml_readings()``) as a text table; '' when there are none.
+    """Format NVML readings (``helpers.nvml.readings()``) as a text table; '' when there are none.
 
     Example:
         >>> print(readings_table(EXAMPLE_READINGS[:1]))  # doctest: +NORMALIZE_WHITESPACE
@@ -89,17 +94,22 @@ def choose_source(nvml: Any | None = None, gpu_index: int | None = 0, tf_gpu_cou
         tf_gpu_count = len(tensorflow().config.list_physical_devices("GPU"))
     if tf_gpu_count == 0 or gpu_index is None:
         return CPU_SOURCE
-    seen = {r.index for r in nvml_readings(nvml)}  # empty without NVML or a driver
+    seen = {r.index for r in nvml_api.readings(nvml)}  # empty without NVML or a driver
     return GPU_SOURCE if gpu_index in seen else CPU_SOURCE
 
 
 @dataclass
 class Sample:
-    """One reading: seconds since the sampler started, percent busy, and the phase it fell in."""
+    """One reading: seconds since the sampler started, percent busy, and the phase it fell in.
+
+    With the CPU source, ``value`` is this Python process's share of all cores and ``machine`` the
+    whole machine's (every process, as ``top`` shows it); with the GPU source ``machine`` is None.
+    """
 
     t: float
     value: float
     phase: str
+    machine: float | None = None
 
 
 class UtilisationSampler:
@@ -111,7 +121,7 @@ class UtilisationSampler:
         nvml: the pynvml module, or a fake in tests (default: the installed one, if any).
         psutil_module: psutil, or a fake in tests.
         gpu_index: which GPU NVML reads; None (default) means the card TensorFlow calls GPU:0
-            (NVML numbers all GPUs and ignores CUDA_VISIBLE_DEVICES; see helpers.env.nvml_index).
+            (NVML numbers all GPUs and ignores CUDA_VISIBLE_DEVICES; see helpers.nvml.index_for).
         tf_gpu_count: GPUs TensorFlow sees (None: ask TensorFlow); with 0 the CPU is sampled.
 
     Example:
@@ -130,10 +140,10 @@ class UtilisationSampler:
             raise ValueError(f"source={source!r}: use None, {GPU_SOURCE!r} or {CPU_SOURCE!r}.")
         self.interval = float(interval)
         if gpu_index is None:
-            gpu_index = nvml_index(0)
+            gpu_index = nvml_api.index_for(0)
         self.gpu_index = gpu_index
         if nvml is None and source != CPU_SOURCE:
-            nvml = nvml_module()
+            nvml = nvml_api.module()
         self._nvml = nvml
         self.source = source or choose_source(nvml, gpu_index, tf_gpu_count)
         self._psutil = psutil_module
@@ -155,13 +165,14 @@ class UtilisationSampler:
             nvml = self._nvml
             nvml.nvmlInit()
             handle = nvml.nvmlDeviceGetHandleByIndex(self.gpu_index)
-            self._read = lambda: float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+            self._read = lambda: (float(nvml.nvmlDeviceGetUtilizationRates(handle).gpu), None)
             self._close = nvml.nvmlShutdown
         else:
             process = self._psutil.Process()
             cores = self._psutil.cpu_count() or 1
             process.cpu_percent(None)  # the first call only starts psutil's clock
-            self._read = lambda: min(100.0, process.cpu_percent(None) / cores)
+            self._psutil.cpu_percent(None)
+            self._read = lambda: (min(100.0, process.cpu_percent(None) / cores), self._psutil.cpu_percent(None))
             self._close = None
 
     def _run(self) -> None:
@@ -169,10 +180,10 @@ class UtilisationSampler:
         while not self._stop.wait(max(0.0, next_at - time.perf_counter())):
             next_at += self.interval
             try:
-                value = self._read()
+                value, machine = self._read()
             except Exception:  # a reading that fails is skipped, never fatal
                 continue
-            self.samples.append(Sample(time.perf_counter() - self._start, value, self._phase))
+            self.samples.append(Sample(time.perf_counter() - self._start, value, self._phase, machine))
 
     # -- public API --------------------------------------------------------------------------
     def start(self) -> UtilisationSampler:
@@ -226,18 +237,23 @@ class UtilisationSampler:
         return list(dict.fromkeys(s.phase for s in self.samples))
 
     def summary(self) -> dict[str, dict[str, float]]:
-        """Per phase: mean and max utilisation (percent) and the number of samples.
+        """Per phase: mean and max utilisation (percent), the number of samples, and with the CPU source
+        the whole machine's mean (``machine_mean``).
 
         Example:
             >>> s = UtilisationSampler(source=CPU_SOURCE)
-            >>> s.samples = [Sample(0.1, 2.0, "idle"), Sample(0.2, 90.0, "training")]
+            >>> s.samples = [Sample(0.1, 2.0, "idle", 30.0), Sample(0.2, 90.0, "training", 95.0)]
             >>> s.summary()["training"]
-            {'mean': 90.0, 'max': 90.0, 'n': 1}
+            {'mean': 90.0, 'max': 90.0, 'n': 1, 'machine_mean': 95.0}
         """
         out = {}
         for name in self.phases():
-            values = [s.value for s in self.samples if s.phase == name]
+            points = [s for s in self.samples if s.phase == name]
+            values = [s.value for s in points]
             out[name] = {"mean": round(statistics.fmean(values), 2), "max": round(max(values), 2), "n": len(values)}
+            machine = [s.machine for s in points if s.machine is not None]
+            if machine:
+                out[name]["machine_mean"] = round(statistics.fmean(machine), 2)
         return out
 
     def plot(self, ax: Any = None, title: str = "") -> Any:
@@ -251,7 +267,11 @@ class UtilisationSampler:
         for i, name in enumerate(self.phases()):
             points = [s for s in self.samples if s.phase == name]
             ax.plot([s.t for s in points], [s.value for s in points], "o-", markersize=3,
-                    color=f"C{i}", label=name)
+                    color=f"C{i}", label=name + (" (this process)" if self.source == CPU_SOURCE else ""))
+        machine = [s for s in self.samples if s.machine is not None]
+        if machine:
+            ax.plot([s.t for s in machine], [s.machine for s in machine], "--", color="grey",
+                    label="whole machine (all processes)")
         ax.set(xlabel="seconds since start", ylabel=f"utilisation (%), {self.source}", ylim=(0, 105),
                title=title)
         ax.grid(True, alpha=0.3)

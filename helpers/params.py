@@ -1,4 +1,4 @@
-"""Validation of the notebooks' ``parameters`` cells.
+"""Validation of the notebooks' ``parameters`` cells (every notebook, through ``helpers.setup``).
 
 Every notebook hands its parameters to ``helpers.setup``, which calls :func:`validate` before any
 heavy work, so a bad value fails in the first second with a message that names the parameter and
@@ -7,7 +7,6 @@ what it accepts. The rules for every parameter used anywhere in the course live 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -68,19 +67,3 @@ def validate(params: dict[str, Any]) -> dict[str, Any]:
         if not rule.check(value):
             raise ValueError(f"{name}={value!r} is not allowed: use {rule.allowed}.")
     return params
-
-
-def smoke_from_env(environ: dict[str, str] | None = None) -> bool:
-    """Read the ``COURSE_SMOKE`` environment variable ("1", "true", "yes" mean smoke mode).
-
-    Example:
-        >>> smoke_from_env({"COURSE_SMOKE": "1"})
-        True
-    """
-    environ = os.environ if environ is None else environ
-    value = environ.get("COURSE_SMOKE", "").strip().lower()
-    if value in ("", "0", "false", "no"):
-        return False
-    if value in ("1", "true", "yes"):
-        return True
-    raise ValueError(f"COURSE_SMOKE={value!r} is not allowed: use 1/true/yes or 0/false/no.")

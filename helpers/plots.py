@@ -1,4 +1,4 @@
-"""Plotting code too long to inline into a notebook.
+"""Plotting code too long to inline into a notebook (01 and later: curves and bars).
 
 :class:`CurvePlotter` keeps each run's colour from plot to plot, so "Adam" is the same colour in
 the loss plot and the accuracy plot.

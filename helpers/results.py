@@ -1,4 +1,4 @@
-"""Key results of a notebook, written as JSON so tests can check the notebook's claims.
+"""Key results of a notebook, written as JSON so tests can check the notebook's claims (every notebook).
 
 Example (in a notebook)::
 

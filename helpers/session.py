@@ -1,4 +1,4 @@
-"""``helpers.setup``: the first thing every notebook's setup cell calls.
+"""``helpers.setup``: the first thing every notebook's setup cell calls; ``scratch_dir`` for the files it writes.
 
 Order matters, and it is the same in every notebook:
 
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from helpers import env, params
+from helpers import nvml as nvml_api
 
 MIB = 1024**2
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,8 +48,9 @@ def configure_devices(tf: Any, memory_growth: bool = True, logical_devices: int 
     that does not gives a note that says to restart the kernel.
 
     Example:
-        >>> configure_devices(env.tensorflow(), memory_growth=True)  # CPU: nothing to do
-        []
+        >>> notes = configure_devices(env.tensorflow(), memory_growth=True)  # [] or a note to restart
+        >>> isinstance(notes, list)
+        True
     """
     notes: list[str] = []
     gpus = tf.config.list_physical_devices("GPU")
@@ -61,13 +63,13 @@ def configure_devices(tf: Any, memory_growth: bool = True, logical_devices: int 
         else:
             raise ValueError(f"logical_devices={logical_devices} with {len(gpus)} GPUs: use at most {len(gpus)}, "
                              f"or a multiple of {len(gpus)} so that every GPU splits evenly.")
-    free = {r.index: r.memory_total_bytes - r.memory_used_bytes for r in env.nvml_readings(nvml)
+    free = {r.index: r.memory_total_bytes - r.memory_used_bytes for r in nvml_api.readings(nvml)
             if r.memory_total_bytes is not None and r.memory_used_bytes is not None}
     for index, (device, parts) in enumerate(splits):
         if device.device_type == "GPU":
             mb = logical_memory_mb
             if mb is None:
-                available = free.get(env.nvml_index(index))
+                available = free.get(nvml_api.index_for(index))
                 mb = int(0.9 * available / parts / MIB) if available else 2048
             configs = [tf.config.LogicalDeviceConfiguration(memory_limit=mb) for _ in range(parts)]
         else:

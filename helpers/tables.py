@@ -1,4 +1,8 @@
-"""Plain-text tables: aligned columns that read the same in a terminal and in a notebook."""
+"""Plain-text tables and numbers as you would write them (00 and ``make doctor``, 01, 02, and later notebooks).
+
+:func:`text_table` aligns columns that read the same in a terminal and in a notebook; :func:`sci` writes
+``1.4×10⁵``.
+"""
 
 from __future__ import annotations
 
@@ -18,3 +22,21 @@ def text_table(rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(f"{cell:<{w}}" for cell, w in zip(row, widths, strict=True)).rstrip()
                      for row in rows)
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def sci(value: float, digits: int = 2) -> str:
+    """`value` in scientific notation with `digits` significant figures, as you would write it.
+
+    Example:
+        >>> sci(141_234.0)
+        '1.4×10⁵'
+        >>> sci(0.00031)
+        '3.1×10⁻⁴'
+    """
+    if not isinstance(digits, int) or digits < 1:
+        raise ValueError(f"digits={digits!r}: use an integer >= 1.")
+    mantissa, exponent = f"{float(value):.{digits - 1}e}".split("e")
+    return f"{mantissa}×10{str(int(exponent)).translate(_SUPERSCRIPT)}"

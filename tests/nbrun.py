@@ -12,7 +12,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 
-# Teaching order (COURSE.md). A notebook's "Next" link points at the following name.
+# Teaching order (README outline). A notebook's "Next" link points at the following name.
 COURSE = [
     "00_environment_check.ipynb",
     "01_deep_learning_basics.ipynb",

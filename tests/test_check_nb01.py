@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from helpers import check
+from helpers.check import nb01 as check
 
 
 def _sigmoid(z):

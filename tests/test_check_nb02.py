@@ -1,105 +1,97 @@
-"""Tests for the exercise checks of notebook 02."""
+"""Exercise feedback of notebook 02: function answers run on this kernel's devices and made-up servers."""
 
 from __future__ import annotations
 
 import numpy as np
 
-import helpers.check as check
-from helpers.env import NvmlReading
-from helpers.monitor import EXAMPLE_READINGS
+from helpers import env
+from helpers.check import nb02 as check
 
 GIB = 1024**3
-CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
+tf = env.tensorflow()
 
 
-def test_checks_are_exported_from_helpers_check():
-    assert "cpu_matmul_device" in check.__all__ and "gpu_for_new_job" in check.__all__
+def right_matmul_on(device, a, b):
+    with tf.device(device):
+        return tf.matmul(a, b)
+
+
+def right_choose(readings, need):
+    fits = [r for r in readings if r.memory_total_bytes - r.memory_used_bytes >= need]
+    return min(fits, key=lambda r: r.utilization_pct).index if fits else None
 
 
 # ---------------------------------------------------------------- exercise 1
-def test_cpu_matmul_device_accepts_the_result_device():
-    fb = check.cpu_matmul_device(CPU)
-    assert fb.ok and "CPU:0" in fb.message
+def test_matmul_on_accepts_tf_device_and_restores_soft_placement():
+    assert tf.config.get_soft_device_placement() is True
+    fb = check.matmul_on(right_matmul_on)
+    assert fb.ok and "soft placement off failed" in fb.message
+    assert tf.config.get_soft_device_placement() is True
 
 
-def test_cpu_matmul_device_placeholder_is_not_filled():
-    assert "Not answered" in check.cpu_matmul_device(...).message
-    assert not check.cpu_matmul_device(None).ok
+def test_matmul_on_refuses_a_function_that_ignores_the_device_and_a_constant():
+    fb = check.matmul_on(lambda device, a, b: tf.matmul(a, b))
+    assert not fb.ok and "ignores `device`" in fb.message
+    device_string = "/job:localhost/replica:0/task:0/device:CPU:0"
+    assert "Define a function" in check.matmul_on(device_string).message
 
 
-def test_cpu_matmul_device_explains_a_returned_tensor():
-    from helpers import env
+def test_matmul_on_explains_wrong_values_wrong_types_and_errors():
+    def swapped(device, a, b):
+        with tf.device(device):
+            return tf.matmul(b, a)
 
-    tf = env.tensorflow()
-    fb = check.cpu_matmul_device(tf.ones((2, 2)))
-    assert not fb.ok and "tensor itself" in fb.message
-
-
-def test_cpu_matmul_device_explains_returned_values():
-    fb = check.cpu_matmul_device(np.ones((2, 2)))
-    assert not fb.ok and "values" in fb.message
-
-
-def test_cpu_matmul_device_explains_the_requested_name():
-    for requested in ("/CPU:0", "CPU:0", "/GPU:0", "/device:CPU:0"):
-        fb = check.cpu_matmul_device(requested)
-        assert not fb.ok and "the name you asked for" in fb.message, requested
-    assert "does not name a device" in check.cpu_matmul_device("nonsense").message
-
-
-def test_cpu_matmul_device_explains_a_gpu_placement():
-    fb = check.cpu_matmul_device("/job:localhost/replica:0/task:0/device:GPU:0")
-    assert not fb.ok and "tf.device('/CPU:0')" in fb.message
-
-
-def test_cpu_matmul_device_explains_empty_and_wrong_types():
-    assert "empty" in check.cpu_matmul_device("").message
-    assert "not int" in check.cpu_matmul_device(0).message
+    assert "not a @ b" in check.matmul_on(swapped).message
+    assert "returns ndarray" in check.matmul_on(lambda device, a, b: np.ones((2, 2))).message
+    assert "raised" in check.matmul_on(lambda device, a, b: tf.matmul(a, a)).message
+    assert "Not answered yet" in check.matmul_on(...).message
 
 
 # ---------------------------------------------------------------- exercise 2
-def test_gpu_for_new_job_accepts_the_least_busy_gpu_that_fits():
-    fb = check.gpu_for_new_job(2)
-    assert fb.ok and "GPU 2" in fb.message
-    assert check.gpu_for_new_job(2.0).ok
+def test_choose_gpu_accepts_the_model_answer_on_every_server():
+    fb = check.choose_gpu(right_choose)
+    assert fb.ok and "None when nothing fits" in fb.message
+    assert check.choose_gpu(lambda r, n: None if right_choose(r, n) is None else np.int64(right_choose(r, n))).ok
 
 
-def test_gpu_for_new_job_placeholder_is_not_filled():
-    assert "Not answered" in check.gpu_for_new_job(...).message
+def test_choose_gpu_refuses_the_index_that_is_right_on_the_example_server():
+    assert right_choose(*check.SERVERS["the 4-GPU server above"]) == 2
+    fb = check.choose_gpu(lambda readings, need: 2)
+    assert not fb.ok
+    assert "Define a function" in check.choose_gpu(2).message
 
 
-def test_gpu_for_new_job_explains_ignoring_the_memory_need():
-    fb = check.gpu_for_new_job(1)  # 3 % busy but only 2 GiB free
-    assert not fb.ok and "least busy" in fb.message and "free" in fb.message
+def test_choose_gpu_explains_the_used_memory_filter():
+    def used_filter(readings, need):  # memory_used < need instead of free >= need
+        fits = [r for r in readings if r.memory_used_bytes < need]
+        return min(fits, key=lambda r: r.utilization_pct).index if fits else None
+
+    fb = check.choose_gpu(used_filter)
+    assert not fb.ok and "Test free memory: total - used >= need" in fb.message
 
 
-def test_gpu_for_new_job_explains_taking_the_busiest():
-    fb = check.gpu_for_new_job(0)
-    assert not fb.ok and "busiest" in fb.message
+def test_choose_gpu_explains_ignoring_memory_picking_the_busiest_and_forgetting_none():
+    least_busy = check.choose_gpu(lambda readings, need: min(readings, key=lambda r: r.utilization_pct).index)
+    assert "Keep the GPUs with total - used >= need first" in least_busy.message
+
+    def busiest_that_fits(readings, need):
+        fits = [r for r in readings if r.memory_total_bytes - r.memory_used_bytes >= need]
+        return max(fits, key=lambda r: r.utilization_pct).index if fits else None
+
+    assert "minimum utilisation" in check.choose_gpu(busiest_that_fits).message
+
+    def never_none(readings, need):
+        return right_choose(readings, need) if right_choose(readings, need) is not None else 0
+
+    assert "Return None when nothing fits" in check.choose_gpu(never_none).message
+    assert "whole reading" in check.choose_gpu(lambda readings, need: readings[0]).message
 
 
-def test_gpu_for_new_job_explains_picking_by_free_memory():
-    fb = check.gpu_for_new_job(3)
-    assert not fb.ok and "most free memory" in fb.message
+def test_an_unwritten_function_is_not_answered_yet_and_a_lazy_none_is_explained():
+    assert check.matmul_on(lambda device, a, b: None).message.startswith("Not answered yet: `matmul_on`")
+    assert check.choose_gpu(lambda readings, need: None).message.startswith("Not answered yet: `choose_gpu`")
 
+    def none_unless_example(readings, need):
+        return 2 if len(readings) == 4 else None  # only the example server has 4 GPUs
 
-def test_gpu_for_new_job_explains_counting_from_one():
-    readings = EXAMPLE_READINGS[:3]  # the right answer, GPU 2, is the last one here
-    fb = check.gpu_for_new_job(3, readings=readings)
-    assert not fb.ok and "count from 0" in fb.message
-    assert "no GPU 7" in check.gpu_for_new_job(7).message
-
-
-def test_gpu_for_new_job_explains_wrong_types():
-    assert "whole reading" in check.gpu_for_new_job(EXAMPLE_READINGS[2]).message
-    assert "not a string" in check.gpu_for_new_job("Tesla T4").message
-    assert "share that name" in check.gpu_for_new_job("Tesla T4").message
-    assert "not list" in check.gpu_for_new_job([2]).message
-    assert not check.gpu_for_new_job(True).ok
-
-
-def test_gpu_for_new_job_uses_the_readings_and_need_given():
-    readings = [NvmlReading(0, "A", 10.0, 1 * GIB, 8 * GIB, None, None),
-                NvmlReading(1, "B", 50.0, 1 * GIB, 40 * GIB, None, None)]
-    assert check.gpu_for_new_job(0, readings=readings, need_gib=4).ok
-    assert check.gpu_for_new_job(1, readings=readings, need_gib=20).ok
+    assert "return None only when no GPU has enough free memory" in check.choose_gpu(none_unless_example).message

@@ -1,9 +1,9 @@
-"""helpers.env on the real CPU machine, and its GPU branches with a fake TensorFlow and a fake NVML."""
+"""helpers.env, helpers.nvml and helpers.readiness: the real machine, and the GPU branches with fakes."""
 
 import fakes
 import pytest
 
-from helpers import env
+from helpers import env, nvml, readiness
 
 
 def test_gpus_reads_name_capability_and_memory_from_tf_and_nvml():
@@ -31,10 +31,10 @@ def test_gpus_maps_cuda_visible_devices_to_nvml_indices():
 
 
 def test_nvml_index_follows_cuda_visible_devices_and_refuses_uuids():
-    assert env.nvml_index(0, {}) == 0
-    assert env.nvml_index(1, {"CUDA_VISIBLE_DEVICES": "3,1"}) == 1
-    assert env.nvml_index(0, {"CUDA_VISIBLE_DEVICES": "3,1"}) == 3
-    assert env.nvml_index(0, {"CUDA_VISIBLE_DEVICES": "GPU-8f3a"}) is None
+    assert nvml.index_for(0, {}) == 0
+    assert nvml.index_for(1, {"CUDA_VISIBLE_DEVICES": "3,1"}) == 1
+    assert nvml.index_for(0, {"CUDA_VISIBLE_DEVICES": "3,1"}) == 3
+    assert nvml.index_for(0, {"CUDA_VISIBLE_DEVICES": "GPU-8f3a"}) is None
     [gpu] = env.gpus(tf=fakes.FakeTF(n_gpus=1), nvml=fakes.FakeNVML(), environ={"CUDA_VISIBLE_DEVICES": "GPU-8f3a"})
     assert gpu.memory_bytes is None, "an unmappable GPU shows 'unknown', never another card's memory"
 
@@ -46,31 +46,35 @@ def test_a_lost_gpu_is_skipped_not_fatal():
                 raise fakes.NVMLError("GPU is lost")
             return i
 
-    nvml = LostFirstGPU(gpus=[dict(name="A", util=1, used=1, total=2, power_mw=0, temp=0)] * 2)
-    assert [r.index for r in env.nvml_readings(nvml)] == [1]
+    fake = LostFirstGPU(gpus=[dict(name="A", util=1, used=1, total=2, power_mw=0, temp=0)] * 2)
+    assert [r.index for r in nvml.readings(fake)] == [1]
 
 
 def test_nvml_readings_convert_units_and_survive_unsupported_queries():
-    nvml = fakes.FakeNVML(unsupported={"power_mw"})
-    [r] = env.nvml_readings(nvml)
+    fake = fakes.FakeNVML(unsupported={"power_mw"})
+    [r] = nvml.readings(fake)
     assert (r.utilization_pct, r.temperature_c, r.power_w) == (37.0, 54.0, None)
     assert r.memory_used_bytes == 2 * 1024**3
-    assert nvml.inits == nvml.shutdowns == 1
-    [r] = env.nvml_readings(fakes.FakeNVML())
+    assert fake.inits == fake.shutdowns == 1
+    [r] = nvml.readings(fakes.FakeNVML())
     assert r.power_w == 31.0
 
 
 def test_nvml_status_is_a_sentence_with_or_without_driver():
-    assert env.nvml_status(fakes.FakeNVML()) == "NVIDIA driver 550.54.15, 1 GPU(s) seen by NVML."
-    assert env.nvml_status(fakes.FakeNVML(fail_init=True)).startswith("no NVIDIA driver here")
-    assert env.nvml_readings(fakes.FakeNVML(fail_init=True)) == []
+    assert nvml.status(fakes.FakeNVML()) == "NVIDIA driver 550.54.15, 1 GPU(s) seen by NVML."
+    assert nvml.status(fakes.FakeNVML(fail_init=True)).startswith("no NVIDIA driver here")
+    assert nvml.readings(fakes.FakeNVML(fail_init=True)) == []
 
 
-def test_real_machine_without_driver_gives_plain_answers():
-    assert env.memory_info("GPU:0") is None
-    assert env.build_info()["is_cuda_build"] is False
-    assert env.gpus() == []
-    assert env.nvml_status().startswith(("no NVIDIA driver", "NVML is not installed"))
+def test_real_machine_gives_plain_answers_with_or_without_a_gpu():
+    tf = env.tensorflow()
+    found = env.gpus()
+    assert len(found) == len(tf.config.list_physical_devices("GPU"))
+    assert (env.memory_info("GPU:0") is None) == (not found)
+    if not found:
+        assert nvml.status().startswith(("no NVIDIA driver", "NVML is not installed", "NVIDIA driver"))
+    else:
+        assert env.build_info()["is_cuda_build"] is True
 
 
 def test_memory_info_rejects_unknown_device_kinds():
@@ -90,29 +94,29 @@ def test_report_summary_names_the_gpu_or_the_cpu():
 
 def test_readiness_without_gpu_gives_advice_for_each_kind_of_machine():
     rep = env.report(tf=fakes.FakeTF(n_gpus=0, cuda=False), nvml=fakes.FakeNVML(fail_init=True))
-    checks = env.readiness(rep, data_ok=True)
-    assert env.is_ready(checks)
+    checks = readiness.checks(rep, data_ok=True)
+    assert readiness.is_ready(checks)
     gpu_row = next(c for c in checks if c.name == "GPU visible to TensorFlow")
     assert gpu_row.ok is False and not gpu_row.required and "Colab" in gpu_row.advice
-    windows = env.no_gpu_advice(rep, system="Windows")
+    windows = readiness.no_gpu_advice(rep, system="Windows")
     assert "WSL2" in windows and "otherwise use Colab" in windows
     rep.on_colab = True
-    assert "Change runtime type" in env.no_gpu_advice(rep)
+    assert "Change runtime type" in readiness.no_gpu_advice(rep)
     rep.on_colab = False
-    assert "COURSE_TF_FLAVOUR=cuda" in env.no_gpu_advice(rep, system="Linux", driver_present=True)
+    assert "COURSE_TF_FLAVOUR=cuda" in readiness.no_gpu_advice(rep, system="Linux", driver_present=True)
     rep.build["is_cuda_build"] = True
-    driver_no_gpu = env.no_gpu_advice(rep, system="Linux", driver_present=True)
+    driver_no_gpu = readiness.no_gpu_advice(rep, system="Linux", driver_present=True)
     assert "TF_CPP_MIN_LOG_LEVEL=0" in driver_no_gpu and "Cannot dlopen" in driver_no_gpu
 
 
 def test_readiness_fails_on_corrupt_data_and_flags_old_gpus():
     rep = env.report(tf=fakes.FakeTF(n_gpus=1, details={"device_name": "Tesla P100", "compute_capability": (6, 0)}),
                      nvml=fakes.FakeNVML())
-    checks = env.readiness(rep, data_ok=False)
-    assert not env.is_ready(checks)
+    checks = readiness.checks(rep, data_ok=False)
+    assert not readiness.is_ready(checks)
     tc = next(c for c in checks if c.name.startswith("Tensor Cores"))
     assert tc.ok is False and "06" in tc.advice
-    table = env.readiness_table(checks)
+    table = readiness.table(checks)
     assert "MISSING" in table and "What to do:" in table
 
 
@@ -128,15 +132,15 @@ def test_tensorflow_import_keeps_stderr_clean(tmp_path):
 
 def test_gtx_cards_are_not_counted_as_having_tensor_cores():
     tf = fakes.FakeTF(n_gpus=1, details={"device_name": "NVIDIA GeForce GTX 1660", "compute_capability": (7, 5)})
-    checks = env.readiness(env.report(tf=tf, nvml=fakes.FakeNVML()))
+    checks = readiness.checks(env.report(tf=tf, nvml=fakes.FakeNVML()))
     tc = next(c for c in checks if c.name.startswith("Tensor Cores"))
     assert tc.ok is False and "no Tensor Cores" in tc.detail
-    t4 = env.readiness(env.report(tf=fakes.FakeTF(n_gpus=1), nvml=fakes.FakeNVML()))
+    t4 = readiness.checks(env.report(tf=fakes.FakeTF(n_gpus=1), nvml=fakes.FakeNVML()))
     assert next(c for c in t4 if c.name.startswith("Tensor Cores")).ok is True
 
 
 def test_readiness_table_marks_required_rows():
-    table = env.readiness_table([env.Check("Python >= 3.10", True, True, "3.11"),
-                                 env.Check("GPU visible to TensorFlow", False, False, "none", "use Colab")])
+    table = readiness.table([readiness.Check("Python >= 3.10", True, True, "3.11"),
+                                 readiness.Check("GPU visible to TensorFlow", False, False, "none", "use Colab")])
     assert table.splitlines()[1].split()[:2] == ["ok", "required"]
     assert table.splitlines()[2].split()[:2] == ["no", "optional"]

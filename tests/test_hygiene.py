@@ -1,4 +1,4 @@
-"""Structure of every notebook: the STYLE.md skeleton, papermill parameters, stripped outputs, links."""
+"""Structure of every notebook: the skeleton in CONTRIBUTING.md, papermill parameters, stripped outputs, links."""
 
 import re
 
@@ -86,11 +86,21 @@ def test_parameters_cell_holds_the_common_knobs(name):
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_setup_cell_bootstraps_colab_then_calls_setup_with_every_parameter(name):
+def test_colab_cell_is_the_bootstrap_collapsed(name):
+    cell = code_cells(load(name))[1]
+    assert cell.source == colab.BOOTSTRAP_CELL, f"{name}: the second code cell must be helpers.colab.BOOTSTRAP_CELL"
+    assert cell.metadata.get("cellView") == "form" and cell.metadata.get("jupyter", {}).get("source_hidden"), (
+        f"{name}: the Colab cell must be collapsed (helpers.colab.BOOTSTRAP_METADATA)")
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_setup_cell_imports_its_checks_then_calls_setup_with_every_parameter(name):
     nb = load(name)
     cells = code_cells(nb)
-    setup = cells[1].source
-    assert setup.startswith(colab.BOOTSTRAP_CELL), f"{name}: setup cell must start with helpers.colab.BOOTSTRAP_CELL"
+    setup = cells[2].source
+    number = name[:2]
+    assert setup.startswith(f"import helpers\nfrom helpers.check import nb{number} as check\n"), (
+        f"{name}: the setup cell starts with 'import helpers' and 'from helpers.check import nb{number} as check'")
     names = re.findall(r"^([A-Z_][A-Z0-9_]*)\s*=", cells[0].source, flags=re.M)
     call = re.search(r"helpers\.setup\((.*?)\)", setup, flags=re.S)
     assert call, f"{name}: setup cell must call helpers.setup(...)"
@@ -98,15 +108,44 @@ def test_setup_cell_bootstraps_colab_then_calls_setup_with_every_parameter(name)
         assert f"{param}={param}" in call.group(1), f"{name}: helpers.setup is not given {param}"
     assert setup.find("helpers.setup(") < setup.find("import tensorflow"), (
         f"{name}: import TensorFlow after helpers.setup (it imports it quietly)")
+    assert len([ln for ln in setup.splitlines() if ln.strip()]) <= 12, f"{name}: keep the setup cell to a few lines"
+    sources = "\n".join(c.source for c in cells)
+    assert "except ImportError" not in sources, f"{name}: a broken import must fail loudly, not vanish"
+    assert "helpers.check." not in sources.replace("helpers.check import", ""), (
+        f"{name}: call the checks through the notebook's module: check.name(answer)")
+
+
+def helper_modules_used(nb) -> set[str]:
+    """The helpers modules a notebook's code uses: helpers.X.y, from helpers import X, from helpers.X import."""
+    code = "\n".join(c.source for c in code_cells(nb)[2:])
+    used = set(re.findall(r"\bhelpers\.([a-z_]+)\b", code))
+    used |= set(re.findall(r"^from helpers\.([a-z_]+) import", code, flags=re.M))
+    for names in re.findall(r"^from helpers import ([\w, ]+)", code, flags=re.M):
+        used |= {n.strip() for n in names.split(",")}
+    used = {"session" if m in ("setup", "scratch_dir") else m for m in used}
+    return used | {"session", "results", "check"}
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_setup_markdown_lists_every_helper_module_the_notebook_uses(name):
+    import helpers
+
+    nb = load(name)
+    setup_md = next(c.source for c in nb.cells if c.cell_type == "markdown" and c.source.startswith("## Setup"))
+    listed = set(re.findall(r"`helpers\.([a-z_]+)`", setup_md))
+    used = helper_modules_used(nb)
+    assert used <= listed, f"{name}: the Setup section must list {sorted(used - listed)} ('Helpers used here: ...')"
+    unknown = listed - set(helpers.__all__)
+    assert not unknown, f"{name}: the Setup section lists modules that do not exist: {sorted(unknown)}"
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_exercises_have_checks_and_solutions(name):
     nb = load(name)
     sources = [c.source for c in code_cells(nb)]
-    placeholders = [s for s in sources if re.search(r"^\w+ = \.\.\.", s, flags=re.M)]
-    checks = [s for s in sources if "helpers.check." in s]
-    assert len(placeholders) >= 2, f"{name}: at least two exercises with a `... ` placeholder"
+    placeholders = [s for s in sources if re.search(r"(^\w+ = |^\s+)\.\.\.\s+# your code here", s, flags=re.M)]
+    checks = [s for s in sources if re.search(r"^(feedback_\d+ = )?check\.\w+\(", s, flags=re.M)]
+    assert len(placeholders) >= 2, f"{name}: at least two exercises with a `...  # your code here` placeholder"
     assert len(checks) >= 2 * len(placeholders), f"{name}: each exercise needs a check and a solution check"
     assert "results.save()" in sources[-1] and "exercises_solved" in sources[-1]
 
@@ -132,3 +171,29 @@ def test_code_cells_stay_short_and_offline(name):
         assert len(lines) <= 20, f"{name}: a {len(lines)}-line cell belongs in helpers: {cell.source[:60]!r}"
         assert "load_data(" not in cell.source and "tfds.load" not in cell.source, f"{name}: no downloads"
         assert "weights=\"imagenet\"" not in cell.source and "weights='imagenet'" not in cell.source
+
+
+def recording_lines(source: str) -> list[str]:
+    return [ln for ln in source.splitlines() if re.match(r"results(\[|\.update\()", ln)]
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_results_recording_stays_out_of_the_way(name):
+    """At most one results line per section, or a block under '# for the tests' at the section's end."""
+    nb = load(name)
+    sections, current = [], []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and re.search(r"^#{1,3} ", cell.source, flags=re.M):
+            sections.append(current)
+            current = []
+        elif cell.cell_type == "code":
+            current.append(cell.source)
+    sections.append(current)
+    for cells in sections:
+        lines = [ln for src in cells for ln in recording_lines(src)]
+        if len(lines) <= 1:
+            continue
+        block = cells[-1].split("# for the tests", 1)
+        assert len(block) == 2 and len(recording_lines(block[1])) == len(lines), (
+            f"{name}: {len(lines)} results lines in one section; keep one, or gather them at the section's "
+            f"end under '# for the tests': {lines}")

@@ -27,11 +27,14 @@ class FakeNvml(fakes.FakeNVML):
 
 
 class FakePsutil:
-    def __init__(self, percent: float = 150.0, cores: int = 2) -> None:
-        self.percent, self.cores = percent, cores
+    def __init__(self, percent: float = 150.0, cores: int = 2, machine: float = 90.0) -> None:
+        self.percent, self.cores, self.machine = percent, cores, machine
 
     def cpu_count(self):
         return self.cores
+
+    def cpu_percent(self, interval=None):  # the whole machine, every process
+        return self.machine
 
     def Process(self):
         return SimpleNamespace(cpu_percent=lambda interval=None: self.percent)
@@ -71,6 +74,8 @@ def test_sampler_normalises_process_cpu_percent_by_cores():
         time.sleep(0.1)
     assert sampler.source == "CPU (psutil)"
     assert sampler.values and all(v == 75.0 for v in sampler.values)
+    assert all(sample.machine == 90.0 for sample in sampler.samples), "the whole machine is sampled beside"
+    assert sampler.summary()["idle"]["machine_mean"] == 90.0
 
 
 def test_sampler_labels_samples_with_the_phase_and_summarises_each():
@@ -131,9 +136,10 @@ def test_plot_needs_samples_then_draws_one_line_per_phase():
     sampler = monitor.UtilisationSampler(source=monitor.CPU_SOURCE, psutil_module=FakePsutil())
     with pytest.raises(ValueError, match="No samples"):
         sampler.plot()
-    sampler.samples = [monitor.Sample(0.1, 1.0, "idle"), monitor.Sample(0.2, 80.0, "training")]
+    sampler.samples = [monitor.Sample(0.1, 1.0, "idle", 5.0), monitor.Sample(0.2, 80.0, "training", 95.0)]
     ax = sampler.plot()
-    assert [line.get_label() for line in ax.get_lines()] == ["idle", "training"]
+    assert [line.get_label() for line in ax.get_lines()] == [
+        "idle (this process)", "training (this process)", "whole machine (all processes)"]
 
 
 def test_readings_table_formats_each_gpu_and_missing_values():

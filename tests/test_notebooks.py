@@ -53,7 +53,7 @@ def test_learner_runs(name, tmp_path, monkeypatch):
 @pytest.mark.notebook
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_twice_in_a_row_in_one_kernel(name, tmp_path, monkeypatch):
-    """COURSE.md: "runs top to bottom ... twice in a row" - the setup cell and every demo are idempotent."""
+    """CONTRIBUTING.md: "twice in a row in one kernel" - the setup cell and every demo are idempotent."""
     import nbformat
     from nbclient import NotebookClient
 

@@ -30,13 +30,6 @@ def test_unknown_parameter_lists_the_known_ones():
         params.validate({"EPOCH": 3})
 
 
-def test_smoke_from_env_reads_course_smoke():
-    assert params.smoke_from_env({"COURSE_SMOKE": "1"}) is True
-    assert params.smoke_from_env({}) is False
-    with pytest.raises(ValueError, match="COURSE_SMOKE"):
-        params.smoke_from_env({"COURSE_SMOKE": "maybe"})
-
-
 def test_bad_seed_fails_before_tensorflow_is_imported():
     code = ("import sys, helpers\n"
             "try:\n    helpers.setup(SMOKE=True, SEED='x', RESULTS_PATH='')\n"

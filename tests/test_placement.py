@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from helpers import env, placement
@@ -64,41 +62,3 @@ def test_placement_table_uses_short_names():
     text = placement.placement_table({"matmul": "/job:localhost/replica:0/task:0/device:CPU:0", "odd": ""})
     assert text.splitlines()[1].split() == ["matmul", "CPU:0"]
     assert "(unknown)" in text
-
-
-def test_child_environ_removes_sets_and_keeps_helpers_importable():
-    base = {"CUDA_VISIBLE_DEVICES": "0", "KEEP": "1"}
-    environ = placement._child_environ({"CUDA_VISIBLE_DEVICES": None, "NEW": "x"}, base=base)
-    assert "CUDA_VISIBLE_DEVICES" not in environ
-    assert environ["NEW"] == "x" and environ["KEEP"] == "1"
-    assert environ["TF_CPP_MIN_LOG_LEVEL"] == "2"
-    assert environ["PYTHONPATH"].split(":")[0] == str(placement.ROOT)
-
-
-def test_run_children_rejects_unknown_options():
-    with pytest.raises(ValueError, match="unknown key"):
-        placement.run_children({"x": {"envv": {}}})
-    with pytest.raises(ValueError, match="non-empty"):
-        placement.run_children({})
-
-
-def test_run_children_reports_a_failing_child_without_raising(tmp_path):
-    fake_python = tmp_path / "python"
-    fake_python.write_text("#!/bin/sh\necho boom >&2\nexit 3\n")
-    fake_python.chmod(0o755)
-    out = placement.run_children({"bad": {}}, python=str(fake_python))["bad"]
-    assert not out.ok and out.gpu_count is None
-    assert "exit code 3" in out.error and "boom" in out.error
-
-
-def test_fresh_processes_hide_gpus_split_devices_and_capture_the_log():
-    out = placement.run_children({
-        "hidden": {"env": {"CUDA_VISIBLE_DEVICES": "-1"}},
-        "split": {"logical_devices": 2},
-        "log": {"env": {"TF_CPP_MIN_LOG_LEVEL": "0"}, "log_placement": True},
-    }, python=sys.executable)
-    assert all(c.ok for c in out.values()), {k: c.error for k, c in out.items()}
-    assert out["hidden"].gpu_count == 0 and out["hidden"].answer["cuda_visible_devices"] == "-1"
-    assert len(out["split"].answer["logical_devices"]) == 2
-    assert out["log"].stderr_lines("Executing op"), "placement log lines should be in the captured stderr"
-    assert not out["hidden"].stderr_lines("Executing op")

@@ -39,6 +39,12 @@ def not_filled(answer: Any) -> Feedback | None:
     return None
 
 
+def returned_none(name: str) -> Feedback:
+    """The Feedback for a function that returns None: not written yet, or no ``return`` at its end."""
+    return Feedback(False, f"Not answered yet: `{name}` returns None. Replace the `...` in it with your code, and end "
+                           "it with `return` and the result.")
+
+
 def wrong(message: str) -> Feedback:
     """Shorthand for a Feedback that says what to look at."""
     return Feedback(False, f"Not yet. {message}")

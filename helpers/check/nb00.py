@@ -1,79 +1,133 @@
-"""Checks for notebook 00 · environment check."""
+"""Checks for notebook 00 · environment check (section "Exercises").
+
+Both exercises ask for a function, and the checks call it on inputs they make up: device lists of
+machines with 0, 1 and 4 GPUs, and GPU table rows of every compute capability. An answer that is
+right only on this machine (the constant 0 on a laptop without a GPU) does not pass.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
-from helpers.check._feedback import Feedback, not_filled, whole_number, wrong
+from helpers.check._feedback import Feedback, not_filled, returned_none, whole_number, wrong
+
+__all__ = ["count_gpus", "has_bf16_tensor_cores"]
 
 
-def gpu_count(answer: Any, tf: Any | None = None) -> Feedback:
-    """Exercise 00.1: the number of GPUs TensorFlow can see, computed with ``tf.config``.
-
-    Example:
-        >>> gpu_count(0)  # on a machine without a GPU
-        ✅ Right: TensorFlow sees 0 GPU(s) here. ...
-    """
-    if (fb := not_filled(answer)) is not None:
-        return fb
-    from helpers import env
-
-    tf = tf if tf is not None else env.tensorflow()
-    expected = len(tf.config.list_physical_devices("GPU"))
-    all_devices = len(tf.config.list_physical_devices())
-    if isinstance(answer, list):
-        return wrong("You returned the list of devices; wrap it in len(...) to count them.")
-    answer = whole_number(answer)
-    if isinstance(answer, Feedback):
-        return answer
-    if answer == expected:
-        extra = "" if expected else " On a GPU runtime the same code gives 1 or more."
-        return Feedback(True, f"Right: TensorFlow sees {expected} GPU(s) here.{extra}")
-    if answer == all_devices and all_devices != expected:
-        return wrong(f"{answer} is the count of all physical devices, CPU included. "
-                     "Pass the device type: tf.config.list_physical_devices('GPU').")
-    return wrong(f"TensorFlow sees a different number of GPUs than {answer}. "
-                 "Count the entries of tf.config.list_physical_devices('GPU').")
+def _device(kind: str, index: int) -> SimpleNamespace:
+    return SimpleNamespace(name=f"/physical_device:{kind}:{index}", device_type=kind)
 
 
-def bf16_tensor_gpus(answer: Any, specs: list[dict[str, Any]] | None = None) -> Feedback:
-    """Exercise 00.2: names of the GPUs in the shipped table whose Tensor Cores do BF16.
+# Made-up machines: what tf.config.list_physical_devices() returns on each.
+MACHINES: dict[str, list[Any]] = {
+    "a laptop without a GPU": [_device("CPU", 0)],
+    "a Colab T4 runtime": [_device("CPU", 0), _device("GPU", 0)],
+    "a 4-GPU server": [_device("CPU", 0)] + [_device("GPU", i) for i in range(4)],
+    "a server with 2 CPUs and 2 GPUs": [_device("CPU", 0), _device("CPU", 1), _device("GPU", 0), _device("GPU", 1)],
+}
 
-    BF16 Tensor Cores arrived with compute capability 8.0 (Ampere).
+
+def _call(fn: Callable[..., Any], *args: Any) -> tuple[Any, Feedback | None]:
+    try:
+        return fn(*args), None
+    except Exception as exc:  # the learner's code failed: say where, never raise
+        return None, wrong(f"Your function raised {type(exc).__name__}: {exc}")
+
+
+def count_gpus(answer: Any) -> Feedback:
+    """Exercise 00.1: a function ``count_gpus(devices)`` that counts the GPUs in a device list.
+
+    `devices` is what ``tf.config.list_physical_devices()`` returns: objects with ``.name`` and
+    ``.device_type``. The check calls the function on four made-up machines.
 
     Example:
-        >>> bf16_tensor_gpus(["Tesla T4"]).ok
+        >>> count_gpus(lambda devices: sum(d.device_type == "GPU" for d in devices)).ok
+        True
+        >>> count_gpus(lambda devices: 0).ok  # right on a laptop, wrong on a GPU machine
         False
     """
     if (fb := not_filled(answer)) is not None:
         return fb
-    from helpers import data
+    if not callable(answer):
+        return wrong(f"Define a function, `def count_gpus(devices): ...`, not a {type(answer).__name__}: the "
+                     "check calls it on device lists of other machines (a constant is right on one machine only).")
+    for machine, devices in MACHINES.items():
+        expected = sum(d.device_type == "GPU" for d in devices)
+        got, failed = _call(answer, list(devices))
+        if failed is not None:
+            return failed
+        if got is None:
+            return returned_none("count_gpus")
+        if isinstance(got, list):
+            return wrong("Your function returns a list of devices; count them with len(...) or sum(...).")
+        got = whole_number(got)
+        if isinstance(got, Feedback):
+            return got
+        if got != expected:
+            if got == len(devices):
+                return wrong(f"On {machine} your function gives {got}: that counts every device, CPUs included. "
+                             "Count only those whose device_type is 'GPU'.")
+            return wrong(f"On {machine} your function gives {got}, but it has {expected} GPU(s). Count the devices "
+                         "whose device_type is 'GPU'.")
+    return Feedback(True, "Right on all four machines (0, 1, 4 and 2 GPUs): your function counts the entries with "
+                          "device_type 'GPU'.")
 
-    specs = specs if specs is not None else data.load_gpu_specs()
-    if isinstance(answer, str) or not hasattr(answer, "__iter__"):
-        return wrong("Answer with a list (or set) of GPU names from the table's 'name' column.")
-    answer = list(answer)
-    if any(isinstance(a, dict) for a in answer):
-        return wrong("Your list holds whole table rows (dicts). Take the name of each: g[\"name\"].")
-    if not all(isinstance(a, str) for a in answer):
-        return wrong("Answer with GPU names (strings) from the table's 'name' column.")
-    expected = {g["name"] for g in specs if g["compute_capability"] >= 8.0}
-    given = set(answer)
-    unknown = given - {g["name"] for g in specs}
-    if unknown:
-        return wrong(f"Not names from the table: {sorted(unknown)}. Copy them from the 'name' column.")
-    missing, extra = expected - given, given - expected
-    if not missing and not extra:
-        return Feedback(True, f"Right: {len(expected)} GPUs, all with compute capability >= 8.0.")
-    hints = []
-    if extra:
-        ccs = {g["name"]: g["compute_capability"] for g in specs}
-        hints.append("these have compute capability below 8.0 (FP16 Tensor Cores at most): "
-                     + ", ".join(f"{n} ({ccs[n]})" for n in sorted(extra)))
-    if missing:
-        hints.append(f"missing, with compute capability >= 8.0: {', '.join(sorted(missing))}")
-        ccs = {g["name"]: g["compute_capability"] for g in specs}
-        if any(ccs[n] == 8.0 for n in missing):
-            hints.append("compute capability exactly 8.0 counts too: use >=, not >")
-    text = "; ".join(hints)
-    return wrong(text[0].upper() + text[1:] + ". Filter on compute_capability >= 8.0.")
+
+# Made-up GPU table rows: one per compute capability the rule must handle.
+_ROWS = [
+    {"name": "Pascal card", "compute_capability": 6.1},
+    {"name": "Volta card", "compute_capability": 7.0},
+    {"name": "Turing card", "compute_capability": 7.5},
+    {"name": "Ampere card (8.0)", "compute_capability": 8.0},
+    {"name": "Ampere card (8.6)", "compute_capability": 8.6},
+    {"name": "Ada card", "compute_capability": 8.9},
+    {"name": "Hopper card", "compute_capability": 9.0},
+    {"name": "Blackwell card", "compute_capability": 12.0},
+]
+
+
+def has_bf16_tensor_cores(answer: Any, rows: list[dict[str, Any]] | None = None) -> Feedback:
+    """Exercise 00.2: a function ``has_bf16_tensor_cores(gpu)`` that says whether a GPU table row has
+    bfloat16 Tensor Cores: compute capability 8.0 or higher.
+
+    The check calls it on every row of the course's GPU table and on made-up rows from 6.1 to 12.0.
+
+    Example:
+        >>> has_bf16_tensor_cores(lambda gpu: gpu["compute_capability"] >= 8.0).ok
+        True
+        >>> has_bf16_tensor_cores(lambda gpu: gpu["compute_capability"] > 8.0).ok  # misses the A100
+        False
+    """
+    if (fb := not_filled(answer)) is not None:
+        return fb
+    if not callable(answer):
+        return wrong(f"Define a function, `def has_bf16_tensor_cores(gpu): ...`, that takes one table row (a dict) "
+                     f"and returns True or False, not a {type(answer).__name__}.")
+    if rows is None:
+        from helpers import data
+
+        rows = data.load_gpu_specs()
+    for row in [*rows, *_ROWS]:
+        got, failed = _call(answer, dict(row))
+        if failed is not None:
+            return failed
+        if got is None:
+            return returned_none("has_bf16_tensor_cores")
+        if not isinstance(got, bool) and type(got).__name__ != "bool_":
+            return wrong(f"For {row['name']} your function returns {got!r}; return True or False.")
+        expected = row["compute_capability"] >= 8.0
+        if bool(got) != expected:
+            cc = row["compute_capability"]
+            strict = _call(answer, {"name": "probe", "compute_capability": 8.6})[0] is True
+            if cc == 8.0 and strict:
+                return wrong(f"{row['name']} has compute capability exactly 8.0 and has bfloat16 Tensor Cores: "
+                             "use >= 8.0, not > 8.0.")
+            if expected:
+                return wrong(f"{row['name']} (compute capability {cc}) has bfloat16 Tensor Cores, but your function "
+                             "says no. Compare the number: compute_capability >= 8.0 (newer GPUs count too).")
+            return wrong(f"{row['name']} (compute capability {cc}) has no bfloat16 Tensor Cores (float16 at most, "
+                         "from 7.0), but your function says yes. bfloat16 starts at 8.0.")
+    return Feedback(True, f"Right on all {len(rows) + len(_ROWS)} rows: bfloat16 Tensor Cores from compute "
+                          "capability 8.0 (Ampere) on.")

@@ -1,112 +1,170 @@
-"""Checks for notebook 02 · GPU detection and device placement."""
+"""Checks for notebook 02 · GPU detection and device placement (section "Exercises").
+
+Both exercises ask for a function, and the checks call it:
+
+* ``matmul_on(device, a, b)`` runs on every logical device of this kernel, and once more on a
+  device that does not exist with soft placement off: a function that ignores ``device`` (and so
+  would pass on a CPU-only machine by luck) is caught because it does not fail there.
+* ``choose_gpu(readings, need_bytes)`` runs on made-up servers chosen so that a fixed index, the
+  least busy GPU without the memory test, and the filter ``memory_used < need`` all go wrong.
+"""
 
 from __future__ import annotations
 
+import numbers
+from collections.abc import Callable
 from typing import Any
 
-from helpers.check._feedback import Feedback, not_filled, wrong
+from helpers.check._feedback import Feedback, not_filled, returned_none, wrong
+from helpers.monitor import EXAMPLE_READINGS
+from helpers.nvml import NvmlReading
 
-__all__ = ["cpu_matmul_device", "gpu_for_new_job"]
+__all__ = ["matmul_on", "choose_gpu", "SERVERS"]
 
 GIB = 1024**3
 
 
-def cpu_matmul_device(answer: Any) -> Feedback:
-    """Exercise 02.1: the device string of a matmul result placed explicitly on the CPU.
+def _call(fn: Callable[..., Any], *args: Any) -> tuple[Any, Feedback | None]:
+    try:
+        return fn(*args), None
+    except Exception as exc:  # the learner's code failed: say how, never raise
+        return None, wrong(f"Your function raised {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
 
-    The right answer is the result tensor's ``.device``, for example
-    ``'/job:localhost/replica:0/task:0/device:CPU:0'``: where TensorFlow really ran the op.
+
+def matmul_on(answer: Any, tf: Any | None = None) -> Feedback:
+    """Exercise 02.1: ``matmul_on(device, a, b)`` returns ``a @ b`` computed on `device`.
 
     Example:
-        >>> cpu_matmul_device("/job:localhost/replica:0/task:0/device:CPU:0").ok
+        >>> import tensorflow as tf
+        >>> def matmul_on_(device, a, b):
+        ...     with tf.device(device):
+        ...         return tf.matmul(a, b)
+        >>> matmul_on(matmul_on_).ok
         True
+        >>> matmul_on(lambda device, a, b: tf.matmul(a, b)).ok  # ignores the device
+        False
     """
     if (fb := not_filled(answer)) is not None:
         return fb
+    if not callable(answer):
+        return wrong(f"Define a function, `def matmul_on(device, a, b): ...`, not a {type(answer).__name__}: the "
+                     "check calls it with each device of this machine.")
+    from helpers import env
     from helpers.placement import short_device
 
-    if type(answer).__module__.startswith("numpy"):  # NumPy 2 arrays have a .device too ("cpu")
-        return wrong("You returned the values (an array). Keep the tensor the matmul returns and read its `.device`.")
-    if hasattr(answer, "device") and not isinstance(answer, str):
-        return wrong("You returned the tensor itself. Return the text of where it ran: its `.device` attribute.")
-    if not isinstance(answer, str):
-        return wrong(f"Answer with a device string (the result's `.device`), not {type(answer).__name__}.")
-    if answer.strip() == "":
-        return wrong("The device string is empty. Run the matmul eagerly (not inside @tf.function) and read the "
-                     "result's `.device`.")
-    device = short_device(answer)
-    if not device:
-        return wrong(f"{answer!r} does not name a device. Read `.device` of the matmul's result.")
-    if "/job:" not in answer:
-        return wrong(f"{answer!r} is the name you asked for, not what TensorFlow reports. Return the result's "
-                     "`.device`: it names the job, replica and task too, and shows where the op really ran.")
-    if not device.startswith("CPU"):
-        return wrong(f"Your matmul ran on {device}. Wrap it in `with tf.device('/CPU:0'):` so it runs on the CPU.")
-    return Feedback(True, f"Right: the matmul ran on {device}, and `.device` says so in full: {answer}. "
-                          "(Without a GPU it lands on the CPU anyway: make sure you used `with tf.device('/CPU:0'):`.)")
+    tf = tf if tf is not None else env.tensorflow()
+    a = tf.reshape(tf.range(6, dtype=tf.float32), (2, 3))
+    b = tf.reshape(tf.range(6, dtype=tf.float32), (3, 2))
+    expected = (a @ b).numpy()
+    devices = [d.name for d in tf.config.list_logical_devices()]
+    for device in devices:
+        got, failed = _call(answer, device, a, b)
+        if failed is not None:
+            return failed
+        if got is None:
+            return returned_none("matmul_on")
+        if not hasattr(got, "device") or not hasattr(got, "numpy"):
+            return wrong(f"Your function returns {type(got).__name__}; return the tensor tf.matmul gives.")
+        if got.shape != expected.shape or abs(got.numpy() - expected).max() > 1e-4:
+            return wrong("The values are not a @ b: return tf.matmul(a, b) (in that order).")
+        if short_device(got.device) != short_device(device):
+            return wrong(f"Asked for {short_device(device)}, the result ran on {short_device(got.device)}. "
+                         "Run the matmul inside `with tf.device(device):`.")
+    missing = f"/GPU:{len(tf.config.list_physical_devices('GPU')) + 7}"
+    soft = tf.config.get_soft_device_placement()
+    tf.config.set_soft_device_placement(False)
+    try:
+        _, failed = _call(answer, missing, a, b)
+    finally:
+        tf.config.set_soft_device_placement(soft)
+    if failed is None:
+        return wrong(f"With soft placement off, asking for {missing} (which does not exist) should fail, but your "
+                     "function ran anyway: it ignores `device`. Use `with tf.device(device):` around the matmul.")
+    return Feedback(True, "Right: the product ran on every device of this kernel as asked, and asking for a "
+                          "missing GPU with soft placement off failed, as it should.")
 
 
-def _best(readings: list[Any], need_bytes: float) -> tuple[int | None, int | None]:
-    """(least-busy GPU with enough free memory, least-busy GPU ignoring memory)."""
-    def free(r: Any) -> float:
-        return r.memory_total_bytes - r.memory_used_bytes
-
-    fits = [r for r in readings if free(r) >= need_bytes]
-    best = min(fits, key=lambda r: r.utilization_pct).index if fits else None
-    busy_blind = min(readings, key=lambda r: r.utilization_pct).index
-    return best, busy_blind
+def _r(index: int, util: float, used_gib: float, total_gib: float, name: str = "Tesla T4") -> NvmlReading:
+    return NvmlReading(index, name, utilization_pct=util, memory_used_bytes=int(used_gib * GIB),
+                       memory_total_bytes=int(total_gib * GIB), power_w=None, temperature_c=None)
 
 
-def gpu_for_new_job(answer: Any, readings: list[Any] | None = None, need_gib: float = 6.0) -> Feedback:
-    """Exercise 02.2: the index of the GPU for a job that needs `need_gib` GiB free: the least busy that fits.
+# Made-up servers (not measured anywhere) and the job each must place.
+SERVERS: dict[str, tuple[list[NvmlReading], int]] = {
+    "the 4-GPU server above": (EXAMPLE_READINGS, 6 * GIB),
+    "a server whose least busy GPU is nearly full": (
+        [_r(0, 40, 2, 15), _r(1, 5, 14, 15), _r(2, 20, 3, 15)], 6 * GIB),
+    "a mixed server with a small card": (
+        [_r(0, 1, 3, 8, "RTX A2000"), _r(1, 50, 4, 24, "A10"), _r(2, 70, 2, 24, "A10")], 6 * GIB),
+    "a server where only the last GPU fits": (
+        [_r(0, 10, 12, 15), _r(1, 15, 11, 15), _r(2, 90, 1, 15)], 8 * GIB),
+    "a full server": ([_r(0, 10, 14, 15), _r(1, 5, 15, 15)], 6 * GIB),
+}
 
-    The readings default to ``helpers.monitor.EXAMPLE_READINGS`` (a made-up 4-GPU server).
+
+def _expected(readings: list[NvmlReading], need: int) -> int | None:
+    fits = [r for r in readings if r.memory_total_bytes - r.memory_used_bytes >= need]
+    return min(fits, key=lambda r: r.utilization_pct).index if fits else None
+
+
+def _diagnose(readings: list[NvmlReading], need: int, got: int) -> str:
+    by_index = {r.index: r for r in readings}
+    if got not in by_index:
+        return f"there is no GPU {got}: the indices are {sorted(by_index)} (return r.index)."
+    r = by_index[got]
+    free = r.memory_total_bytes - r.memory_used_bytes
+    if free < need and r.memory_used_bytes < need:
+        return (f"GPU {got} uses only {r.memory_used_bytes / GIB:.0f} GiB, but it has {r.memory_total_bytes / GIB:.0f} "
+                f"GiB in all, so only {free / GIB:.0f} GiB is free. Test free memory: total - used >= need.")
+    if free < need:
+        return (f"GPU {got} has only {free / GIB:.0f} GiB free; the job needs {need / GIB:.0f} GiB. Keep the GPUs "
+                "with total - used >= need first, then pick the least busy of those.")
+    fits = [x for x in readings if x.memory_total_bytes - x.memory_used_bytes >= need]
+    if r.utilization_pct == max(x.utilization_pct for x in fits):
+        return (f"GPU {got} is the busiest of the GPUs that fit ({r.utilization_pct:.0f} %): take the minimum "
+                "utilisation, not the maximum.")
+    return (f"GPU {got} fits, but another GPU that fits is less busy. Among the GPUs with enough free memory, "
+            "take the lowest utilization_pct.")
+
+
+def choose_gpu(answer: Any, servers: dict[str, tuple[list[NvmlReading], int]] | None = None) -> Feedback:
+    """Exercise 02.2: ``choose_gpu(readings, need_bytes)`` returns the index of the least busy GPU
+    with at least `need_bytes` free, or None when no GPU has room.
 
     Example:
-        >>> gpu_for_new_job(2).ok
+        >>> def choose(readings, need):
+        ...     fits = [r for r in readings if r.memory_total_bytes - r.memory_used_bytes >= need]
+        ...     return min(fits, key=lambda r: r.utilization_pct).index if fits else None
+        >>> choose_gpu(choose).ok
         True
+        >>> choose_gpu(lambda readings, need: 2).ok  # right for one server only
+        False
     """
     if (fb := not_filled(answer)) is not None:
         return fb
-    if readings is None:
-        from helpers.monitor import EXAMPLE_READINGS
-
-        readings = EXAMPLE_READINGS
-    need = need_gib * GIB
-    expected, busy_blind = _best(readings, need)
-    by_index = {r.index: r for r in readings}
-    names = {r.name for r in readings}
-    if hasattr(answer, "index") and hasattr(answer, "utilization_pct"):
-        return wrong("You returned the whole reading. Return its `.index` (an int).")
-    if isinstance(answer, str):
-        hint = " Several GPUs share that name, so the index is what tells them apart." if answer in names else ""
-        return wrong(f"Answer with the GPU's index (an int), not a string.{hint}")
-    if isinstance(answer, float) and answer.is_integer():
-        answer = int(answer)
-    if isinstance(answer, bool) or not isinstance(answer, int):
-        return wrong(f"Answer with the GPU's index (an int), not {type(answer).__name__}.")
-    if answer == expected:
-        r = by_index[answer]
-        free = (r.memory_total_bytes - r.memory_used_bytes) / GIB
-        return Feedback(True, f"Right: GPU {answer} has {free:.0f} GiB free and is the least busy of those that "
-                              f"fit ({r.utilization_pct:.0f} %).")
-    if answer not in by_index:
-        if answer - 1 == expected:
-            return wrong(f"There is no GPU {answer}, and GPU {answer - 1} is the one: indices count from 0.")
-        return wrong(f"There is no GPU {answer}: the indices are {sorted(by_index)}.")
-    r = by_index[answer]
-    free = (r.memory_total_bytes - r.memory_used_bytes) / GIB
-    if answer == busy_blind and free * GIB < need:
-        return wrong(f"GPU {answer} is the least busy, but only {free:.0f} GiB of its memory is free and the job "
-                     f"needs {need_gib:g} GiB. Keep only the GPUs with total - used >= {need_gib:g} GiB first.")
-    if r.utilization_pct == max(x.utilization_pct for x in readings):
-        return wrong(f"GPU {answer} is the busiest ({r.utilization_pct:.0f} %). Take the minimum utilisation, "
-                     "not the maximum.")
-    if free * GIB < need:
-        return wrong(f"GPU {answer} has only {free:.0f} GiB free; the job needs {need_gib:g} GiB.")
-    most_free = max(readings, key=lambda x: x.memory_total_bytes - x.memory_used_bytes).index
-    if answer == most_free:
-        return wrong(f"GPU {answer} has the most free memory, but among the GPUs that fit, another one is less "
-                     "busy. Pick by utilisation once memory is enough.")
-    return wrong(f"GPU {answer} fits, but another GPU that fits is less busy. Among the GPUs with at least "
-                 f"{need_gib:g} GiB free, take the lowest utilization_pct.")
+    if not callable(answer):
+        return wrong(f"Define a function, `def choose_gpu(readings, need_bytes): ...`, not a {type(answer).__name__}: "
+                     "the check calls it on other servers, where a fixed index is wrong.")
+    cases = servers if servers is not None else SERVERS
+    for label, (readings, need) in cases.items():
+        got, failed = _call(answer, list(readings), need)
+        if failed is not None:
+            return failed
+        if hasattr(got, "index") and hasattr(got, "utilization_pct"):
+            return wrong("Your function returns the whole reading; return its `.index` (an int).")
+        expected = _expected(readings, need)
+        if got is None and expected is not None:
+            return returned_none("choose_gpu") if label == next(iter(cases)) else wrong(
+                f"On {label} your function returns None, but GPU {expected} has room: return None only when no "
+                "GPU has enough free memory.")
+        if expected is None:
+            if got is not None:
+                return wrong(f"On {label} no GPU has {need / GIB:.0f} GiB free, yet your function returns {got!r}. "
+                             "Return None when nothing fits.")
+            continue
+        if isinstance(got, bool) or not isinstance(got, numbers.Integral):
+            return wrong(f"On {label} your function returns {got!r}; return a GPU index (an int).")
+        if got != expected:
+            return wrong(f"On {label} (job needs {need / GIB:.0f} GiB): {_diagnose(readings, need, int(got))}")
+    return Feedback(True, f"Right on all {len(cases)} servers: the least busy GPU among those with enough free "
+                          "memory, and None when nothing fits.")

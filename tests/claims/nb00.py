@@ -1,9 +1,17 @@
-"""Claims of notebook 00 · environment check, asserted on its results JSON."""
+"""Claims of notebook 00 · environment check, asserted on its results JSON, on any hardware."""
 
 import os
 
 
 def check(run):
+    shared(run)
+    if run.results["gpu_count"]:
+        on_gpu(run)
+    else:
+        on_cpu(run)
+
+
+def shared(run):
     r = run.results
     assert r["tf_version"].startswith("2."), r["tf_version"]
     assert r["devices"], "no physical devices recorded"
@@ -17,8 +25,25 @@ def check(run):
     assert r["readiness"]["GPU visible to TensorFlow"] == (r["gpu_count"] > 0)
     assert r["build"]["is_cuda_build"] in (True, False)
     assert r["exercises_solved"] is True
-    text = run.outputs_text()
-    assert "Verdict: ready" in text
-    if r["gpu_count"] == 0:
-        assert "Colab" in text, "no-GPU advice missing"
+    assert "Verdict: ready" in run.outputs_text()
     assert run.stderr_text() == "", run.stderr_text()
+    assert "Traceback" not in run.outputs_text()
+
+
+def on_cpu(run):
+    r = run.results
+    assert r["gpus"] == [] and not any(":GPU:" in d for d in r["logical_devices"])
+    text = run.outputs_text()
+    assert "Colab" in text, "no-GPU advice missing"
+    assert "EXAMPLE, not measured here" in text, "the T4 example must be labelled as not measured"
+
+
+def on_gpu(run):
+    r = run.results
+    assert r["build"]["is_cuda_build"] is True, "a GPU run needs a CUDA build of TensorFlow"
+    for gpu in r["gpus"]:
+        assert gpu["name"] and gpu["compute_capability"] and len(gpu["compute_capability"]) == 2, gpu
+    assert any(":GPU:" in d for d in r["logical_devices"]), r["logical_devices"]
+    text = run.outputs_text()
+    assert "EXAMPLE, not measured here" not in text, "a GPU run shows its own GPU, not the T4 example"
+    assert "GPU 0:" in text

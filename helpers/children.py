@@ -1,0 +1,135 @@
+"""Run a Python script in fresh processes and collect the JSON each one prints.
+
+Some lessons need a Python where TensorFlow has not started yet: device settings
+(``CUDA_VISIBLE_DEVICES``, logical devices, memory growth) and allocator settings
+(``TF_CPU_ALLOCATOR_USE_BFC``) apply only before TensorFlow initialises, and TensorFlow's C++
+log goes to the process's stderr. A notebook writes its child script visibly (``%%writefile`` into
+its scratch folder), then :func:`run_script` starts one process per label, all at once, each with
+its own environment and arguments. The script prints its answer as one JSON line on stdout; stderr
+is captured into :attr:`ChildResult.stderr` and never reaches the learner's page.
+
+Used by notebooks 02 (placement log, logical devices, ``CUDA_VISIBLE_DEVICES``), 03 (asynchronous
+execution), 05, 06 and 09 (peak memory under the BFC allocator).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class ChildResult:
+    """What one fresh Python process reported (``answer``), or why it failed (``error``)."""
+
+    label: str
+    env: dict[str, str | None]
+    answer: dict[str, Any] = field(default_factory=dict)
+    stderr: str = ""
+    seconds: float = 0.0
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+    def stderr_lines(self, contains: str) -> list[str]:
+        """The child's stderr lines that contain `contains` (e.g. ``'Executing op MatMul'``)."""
+        return [line for line in self.stderr.splitlines() if contains in line]
+
+
+def child_environ(overrides: Mapping[str, str | None], base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a child: this one, with `overrides` applied (None removes a variable).
+
+    The child imports the same ``helpers`` (on Colab they are on ``sys.path``, not installed), and
+    TensorFlow's C++ log stays at the course's level unless an override changes it.
+
+    Example:
+        >>> child_environ({"CUDA_VISIBLE_DEVICES": "-1"}, base={})["CUDA_VISIBLE_DEVICES"]
+        '-1'
+    """
+    environ = dict(os.environ if base is None else base)
+    environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    for key, value in overrides.items():
+        if value is None:
+            environ.pop(key, None)
+        else:
+            environ[key] = str(value)
+    environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), environ.get("PYTHONPATH", "")) if p)
+    return environ
+
+
+def run_script(script: str | os.PathLike[str], runs: Mapping[str, Mapping[str, Any]], timeout: float = 120.0,
+               python: str | None = None) -> dict[str, ChildResult]:
+    """Start `script` once per entry of `runs` (all at once) and collect each one's JSON answer.
+
+    Args:
+        script: a Python file that prints its answer as a JSON object on the last line of stdout.
+        runs: ``{label: {"env": {NAME: value or None}, "args": [str, ...]}}``; both keys optional.
+        timeout: seconds each child may take; a child still running then is killed.
+        python: the interpreter (default: this one).
+
+    Returns:
+        ``{label: ChildResult}`` in the order of `runs`. A child that fails or prints no JSON gets
+        an ``error`` (the last line of its stderr); nothing raises, so a notebook can show it.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> script = pathlib.Path(tempfile.mkdtemp()) / "echo.py"
+        >>> _ = script.write_text("import json, sys; print(json.dumps({'args': sys.argv[1:]}))")
+        >>> run_script(script, {"a": {"args": ["1"]}})["a"].answer
+        {'args': ['1']}
+    """
+    script = Path(script)
+    if not script.is_file():
+        raise ValueError(f"script={str(script)!r}: no such file. Write it first (for example with %%writefile).")
+    if not isinstance(runs, Mapping) or not runs:
+        raise ValueError("runs must be a non-empty dict {label: {'env': {...}, 'args': [...]}}.")
+    if not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise ValueError(f"timeout={timeout!r}: use a positive number of seconds.")
+    allowed = {"env", "args"}
+    for label, spec in runs.items():
+        unknown = set(spec) - allowed
+        if unknown:
+            raise ValueError(f"runs[{label!r}] has unknown key(s) {sorted(unknown)}: use {sorted(allowed)}.")
+        if not isinstance(spec.get("args", []), Sequence) or isinstance(spec.get("args"), str):
+            raise ValueError(f"runs[{label!r}]['args'] must be a list of strings.")
+    started = {}
+    for label, spec in runs.items():
+        overrides = dict(spec.get("env", {}))
+        args = [str(a) for a in spec.get("args", [])]
+        proc = subprocess.Popen([python or sys.executable, str(script), *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=child_environ(overrides), cwd=str(ROOT))
+        started[label] = (proc, overrides, time.perf_counter())
+    return {label: _collect(label, proc, overrides, start, timeout) for label, (proc, overrides, start)
+            in started.items()}
+
+
+def _collect(label: str, proc: subprocess.Popen, overrides: dict[str, Any], start: float,
+             timeout: float) -> ChildResult:
+    result = ChildResult(label=label, env=overrides)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        result.error = f"no answer within {timeout:.0f} s"
+    result.seconds = time.perf_counter() - start
+    result.stderr = err
+    if not result.error:
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            tail = (err.strip().splitlines() or ["(no stderr)"])[-1]
+            result.error = f"exit code {proc.returncode}: {tail}"
+        else:
+            result.answer = json.loads(lines[-1])
+    return result

@@ -1,0 +1,165 @@
+"""Is this machine ready for the course? The readiness table of notebook 00 and ``make doctor``.
+
+Used by notebook 00 (Readiness) and by ``make doctor`` (:func:`main`), which prints the same table in
+a terminal for instructors checking a room of machines and exits 0 when every required check passes,
+1 otherwise. Each check is a :class:`Check` row; the advice for a machine without a GPU depends on the
+platform (Colab, Windows, macOS, a driver without a CUDA build).
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from helpers import env
+from helpers.env import ROOT, Report
+from helpers.tables import text_table
+
+
+@dataclass
+class Check:
+    """One row of the readiness table. `ok` is True, False, or None (information only)."""
+
+    name: str
+    ok: bool | None
+    required: bool
+    detail: str
+    advice: str = ""
+
+
+def no_gpu_advice(rep: Report, system: str | None = None, driver_present: bool | None = None) -> str:
+    """Concrete next step when TensorFlow sees no GPU, for this kind of machine.
+
+    Example:
+        >>> no_gpu_advice(env.report(), system="Windows").startswith("Native Windows")
+        True
+    """
+    system = system or platform.system()
+    if driver_present is None:
+        driver_present = rep.nvml.startswith("NVIDIA driver")
+    if rep.on_colab:
+        return ("On Colab: Runtime > Change runtime type > Hardware accelerator: a GPU (T4 on the free "
+                "tier), then Runtime > Restart session and run the notebook again.")
+    if system == "Windows":
+        return ("Native Windows: TensorFlow 2.11 and later has no GPU support there. If this computer has an "
+                "NVIDIA GPU, use WSL2 with NVIDIA's driver for WSL and run `make lab` inside it; otherwise use Colab.")
+    if system == "Darwin":
+        return "macOS: TensorFlow has no CUDA GPU support here. The course runs on the CPU; use Colab for GPU runs."
+    if driver_present and not rep.build.get("is_cuda_build"):
+        return ("An NVIDIA driver is present but this TensorFlow is a CPU build: reinstall with "
+                "`COURSE_TF_FLAVOUR=cuda make install`, then restart the kernel.")
+    if driver_present:
+        return ("An NVIDIA driver is present but TensorFlow sees no GPU. The course hides TensorFlow's C++ "
+                "warnings; to read its reason run `TF_CPP_MIN_LOG_LEVEL=0 .venv/bin/python -c \"import tensorflow "
+                "as tf; print(tf.config.list_physical_devices('GPU'))\"`. 'Cannot dlopen some GPU libraries' means "
+                "CUDA libraries are missing (`COURSE_TF_FLAVOUR=cuda make install`); a driver older than the "
+                "build's CUDA version (see build info) needs updating. Also check CUDA_VISIBLE_DEVICES.")
+    return ("No NVIDIA GPU or driver here. Every notebook still runs on the CPU with smaller sizes; for GPU "
+            "runs open the notebook in Colab (badge at the top) and choose a GPU runtime.")
+
+
+def checks(rep: Report, data_ok: bool | None = None, pinned_tf: str | None = None) -> list[Check]:
+    """The readiness table: what the course needs (required) and what makes it faster (recommended).
+
+    Example:
+        >>> all(isinstance(c, Check) for c in checks(env.report()))
+        True
+    """
+    py_ok = sys.version_info >= (3, 10)
+    rows = [
+        Check("Python >= 3.10", py_ok, True, rep.python, "" if py_ok else "Install Python 3.10 or newer."),
+    ]
+    tf_ok = rep.tensorflow.startswith("2.")
+    tf_detail = rep.tensorflow + ("" if not pinned_tf or pinned_tf == rep.tensorflow
+                                  else f" (course pins {pinned_tf}; other 2.x versions usually work)")
+    rows.append(Check("TensorFlow 2.x", tf_ok, True, tf_detail, "" if tf_ok else "Run `make install`."))
+    keras_ok = rep.keras.startswith("3.")
+    rows.append(Check("Keras 3", keras_ok, True, rep.keras, "" if keras_ok else "Run `make install`."))
+    if data_ok is not None:
+        rows.append(Check("Course data (sha256)", data_ok, True, "verified" if data_ok else "mismatch",
+                            "" if data_ok else "Restore data/ from the repository (git checkout data/)."))
+    build = rep.build
+    build_detail = (f"CUDA {build.get('cuda_version')}, cuDNN {build.get('cudnn_version')}"
+                    if build.get("is_cuda_build") else "CPU-only build (no CUDA)")
+    rows.append(Check("TensorFlow build", None, False, build_detail))
+    if rep.gpus:
+        rows.append(Check("GPU visible to TensorFlow", True, False,
+                            "; ".join(g.describe() for g in rep.gpus)))
+        ccs = [g.compute_capability for g in rep.gpus if g.compute_capability]
+        # GeForce GTX 16xx cards are compute capability 7.5 but were built without Tensor Cores.
+        gtx = any("GTX" in g.name.upper() for g in rep.gpus)
+        tc = bool(ccs) and min(ccs) >= (7, 0) and not gtx
+        detail = ", ".join(f"{a}.{b}" for a, b in ccs) or "unknown"
+        rows.append(Check("Tensor Cores (compute capability >= 7.0)", tc, False,
+                            detail + (" (GeForce GTX: no Tensor Cores)" if gtx else ""),
+                            "" if tc else "Mixed precision (notebook 06) will run but not speed up here."))
+    else:
+        rows.append(Check("GPU visible to TensorFlow", False, False, "none", no_gpu_advice(rep)))
+    cores_ok = rep.cpu_logical_cores >= 2
+    rows.append(Check("CPU cores >= 2", cores_ok, False,
+                        f"{rep.cpu_logical_cores} logical, {rep.cpu_physical_cores or '?'} physical",
+                        "" if cores_ok else "Expect the default runs to take about twice as long."))
+    rows.append(Check("GPU readings (NVML)", None, False, rep.nvml))
+    rows.append(Check("Google Colab", None, False, "yes" if rep.on_colab else "no"))
+    return rows
+
+
+def is_ready(rows: list[Check]) -> bool:
+    """True when every required check passed."""
+    return all(c.ok for c in rows if c.required)
+
+
+def table(rows: list[Check]) -> str:
+    """Format checks as a plain-text table (works in a terminal and in a notebook).
+
+    Example:
+        >>> print(table([Check("Python >= 3.10", True, True, "3.11.7")]))  # doctest: +NORMALIZE_WHITESPACE
+        status  needed    check           detail
+        ok      required  Python >= 3.10  3.11.7
+    """
+    def status(c: Check) -> str:
+        if c.ok is None:
+            return "info"
+        if c.ok:
+            return "ok"
+        return "MISSING" if c.required else "no"
+
+    lines = [text_table([("status", "needed", "check", "detail")] + [
+        (status(c), "required" if c.required else "optional", c.name, c.detail) for c in rows])]
+    advice = [f"- {c.name}: {c.advice}" for c in rows if c.advice]
+    if advice:
+        lines += ["", "What to do:"] + advice
+    return "\n".join(lines)
+
+
+def pinned_tensorflow_version(requirements: Path = ROOT / "requirements.txt") -> str | None:
+    """The TensorFlow version requirements.txt pins, or None when the file is not there (Colab)."""
+    try:
+        for line in requirements.read_text().splitlines():
+            if line.startswith("tensorflow=="):
+                return line.split("==", 1)[1].strip()
+    except OSError:
+        return None
+    return None
+
+
+def main() -> int:
+    """``make doctor``: print the readiness table of this machine; 0 when ready, 1 otherwise."""
+    from helpers import data
+
+    try:
+        tf = env.tensorflow()
+    except ImportError as exc:
+        print(f"TensorFlow cannot be imported ({exc}). Run `make install` (or `make lab`) first.")
+        return 1
+    report = env.report(tf)
+    rows = checks(report, data_ok=data.verify_all(), pinned_tf=pinned_tensorflow_version())
+    print(f"Machine: {report.platform}, Python {report.python}")
+    print(table(rows))
+    ready = is_ready(rows)
+    mode = "with a GPU" if report.gpu_count else "on the CPU (smaller sizes)"
+    print(f"\nVerdict: {'READY' if ready else 'NOT READY'}" + (f", the course runs {mode}." if ready else "."))
+    return 0 if ready else 1
+

@@ -11,16 +11,24 @@ LAB_TOKEN ?=
 LAB_ARGS ?=
 LAB_DIR ?= notebooks
 PYTEST_WORKERS ?= 2
+COLAB_PYTHON ?= python3.12
+COLAB_VENV ?= .venv-colab
+# The tests run with the network cut (a network namespace, or a socket guard where that is not allowed):
+# nothing in the course may reach the internet at run time.
+OFFLINE := $(PY) tools/offline.py --
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 TOKEN_FLAG := $(if $(LAB_TOKEN),--IdentityProvider.token=$(LAB_TOKEN),)
 
-.PHONY: lab test test-full test-browser doctor lint strip clean install install-test kernel help tensorboard
+.PHONY: lab test test-full test-browser test-colab book bench doctor lint strip clean install install-test kernel help tensorboard
 
 help:
 	@echo "make lab        set up .venv and open the course in JupyterLab"
 	@echo "make test       set up .venv and run the whole test suite (smoke sizes, ~10 min on 2 cores)"
 	@echo "make test-full  run every notebook at learner sizes and report its time"
 	@echo "make test-browser  open every notebook in JupyterLab in headless Chromium and run all cells"
+	@echo "make test-colab run every notebook alone on a Colab-like runtime (Python 3.12, TF 2.20, Keras 3.13)"
+	@echo "make book       execute every notebook (learner sizes) and render build/book/index.html"
+	@echo "make bench      measure notebook times, make test, the timer and matmul rates: benchmarks/RESULTS.md"
 	@echo "make doctor     readiness table of this machine (for instructors)"
 	@echo "make lint       ruff on helpers, tests, tools and notebooks"
 	@echo "make strip      strip outputs from notebooks before committing"
@@ -50,15 +58,15 @@ lab: kernel
 doctor:
 	@$(PYTHON) tools/preflight.py
 	@$(MAKE) -s $(RUNTIME_STAMP) >/dev/null
-	@$(PY) -c "import sys, helpers.readiness; sys.exit(helpers.readiness.main())"
+	@LAB_PORT=$(LAB_PORT) $(PY) -c "import sys, helpers.readiness; sys.exit(helpers.readiness.main())"
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check helpers tests tools benchmarks notebooks
 
 test: $(TEST_STAMP) kernel lint
 	$(VENV)/bin/nbstripout --verify --keep-id --keep-count notebooks/*.ipynb
-	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow and not browser" --doctest-modules tests helpers
-	COURSE_SMOKE=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval-lax \
+	$(OFFLINE) $(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow and not browser and not colab" --doctest-modules tests helpers
+	COURSE_SMOKE=1 $(OFFLINE) $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval-lax \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider notebooks
 
 # The learner's path in a real browser: Debian's chromium (installed with apt-get when missing and we are
@@ -70,6 +78,12 @@ test-browser: $(TEST_STAMP) kernel
 		{ echo "chromium is missing: install Debian's chromium package (as root: apt-get install chromium)"; exit 1; }
 	$(PY) -m pytest -m browser tests/test_browser.py -p no:cacheprovider
 
+# Colab's preinstalled TensorFlow and Keras lag the course's pins: every notebook, opened alone in a fresh
+# folder, fetches the course from a local bare clone and runs in smoke mode on Python 3.12 with them.
+test-colab:
+	$(PYTHON) tools/colab_env.py --python $(COLAB_PYTHON) --venv $(COLAB_VENV) >/dev/null
+	$(COLAB_VENV)/bin/pytest -n $(PYTEST_WORKERS) -p no:cacheprovider tests/test_colab_runtime.py
+
 test-full: $(TEST_STAMP) kernel
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -m slow tests -s -p no:cacheprovider
 
@@ -77,7 +91,7 @@ strip: $(TEST_STAMP)
 	$(VENV)/bin/nbstripout --keep-id --keep-count notebooks/*.ipynb
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache scratch
+	rm -rf $(VENV) $(COLAB_VENV) .pytest_cache .ruff_cache scratch
 
 # Notebook 04's profiler traces in TensorBoard, served on this machine only (127.0.0.1; never --bind_all).
 TB_PORT ?= 6006
@@ -85,3 +99,11 @@ TB_LOGDIR ?= $(or $(COURSE_SCRATCH),scratch)/04_input_pipelines/traces
 tensorboard: $(RUNTIME_STAMP)
 	@test -d $(TB_LOGDIR) || echo "No traces in $(TB_LOGDIR) yet: run notebooks/04_input_pipelines.ipynb first."
 	$(VENV)/bin/tensorboard --logdir $(TB_LOGDIR) --host 127.0.0.1 --port $(TB_PORT)
+
+# A static HTML site of the executed course (learner sizes), built with the network cut: build/book/index.html.
+book: $(TEST_STAMP) kernel
+	$(OFFLINE) $(PY) tools/build_book.py $(BOOK_ARGS)
+
+# Measures the course on this machine and writes benchmarks/RESULTS.md (about half an hour on 2 cores).
+bench: $(TEST_STAMP) kernel
+	$(PY) benchmarks/run.py $(BENCH_ARGS)

@@ -53,16 +53,17 @@ BOOTSTRAP_METADATA = {"cellView": "form", "jupyter": {"source_hidden": True}}
 
 
 def prepare(requirements: Path = ROOT / "requirements.txt") -> list[str]:
-    """On Colab, install the small packages the course needs that Colab lacks; never TensorFlow.
+    """On Colab, install the packages the course needs that Colab lacks; never TensorFlow.
 
-    Today that is ``nvidia-ml-py`` (NVML readings on Colab's GPUs), at the version
-    ``requirements.txt`` pins. Returns the packages it installed.
+    ``nvidia-ml-py`` (NVML readings on Colab's GPUs, notebooks 02 and 09) and
+    ``tensorboard-plugin-profile`` (it brings ``xprof``, which reads notebook 04's profiler trace),
+    each at the version ``requirements.txt`` pins and only when missing. Returns what it installed.
 
     Example:
         >>> prepare() if importlib.util.find_spec("pynvml") else []  # installed here: nothing to do
         []
     """
-    wanted = {"pynvml": "nvidia-ml-py"}
+    wanted = {"pynvml": "nvidia-ml-py", "xprof": "tensorboard-plugin-profile"}
     pins = {}
     if requirements.exists():
         for line in requirements.read_text().splitlines():

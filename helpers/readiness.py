@@ -8,6 +8,7 @@ platform (Colab, Windows, macOS, a driver without a CUDA build).
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 from dataclasses import dataclass
@@ -145,8 +146,94 @@ def pinned_tensorflow_version(requirements: Path = ROOT / "requirements.txt") ->
     return None
 
 
-def main() -> int:
-    """``make doctor``: print the readiness table of this machine; 0 when ready, 1 otherwise."""
+def tensorflow_flavour(distributions: dict[str, str] | None = None) -> str | None:
+    """Which TensorFlow package is installed: ``tensorflow-cpu``, ``tensorflow`` (with or without CUDA
+    libraries), ``tensorflow-macos``; None when none is.
+
+    Example:
+        >>> tensorflow_flavour({"tensorflow-cpu": "2.21.0", "keras": "3.15.1"})
+        'tensorflow-cpu 2.21.0'
+    """
+    if distributions is None:
+        from importlib import metadata
+
+        distributions = {}
+        for dist in metadata.distributions():
+            name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+            if name.startswith("tensorflow") or name.startswith("nvidia-cudnn"):
+                distributions[name] = dist.version
+    for name in ("tensorflow-cpu", "tensorflow", "tensorflow-macos"):
+        if name in distributions:
+            cuda = " with NVIDIA's CUDA libraries" if any(d.startswith("nvidia-cudnn") for d in distributions) else ""
+            return f"{name} {distributions[name]}{cuda}"
+    return None
+
+
+def _kernel_specs() -> dict[str, str]:
+    try:
+        from jupyter_client.kernelspec import KernelSpecManager
+
+        return KernelSpecManager().find_kernel_specs()
+    except Exception:  # jupyter_client missing or broken: no kernels found
+        return {}
+
+
+def _port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def setup_checks(kernel_specs: dict[str, str] | None = None, prefix: str | None = None,
+                 free_disk_bytes: int | None = None, available_memory_bytes: int | None = None,
+                 lab_port: int = 8888, port_free: bool | None = None) -> list[Check]:
+    """The rows ``make doctor`` adds for the machine around the notebooks: the Jupyter kernel the
+    course installs, free disk and memory, and the port JupyterLab will use.
+
+    Every reading can be passed in, so tests can feed a broken setup.
+
+    Example:
+        >>> rows = setup_checks(kernel_specs={}, prefix="/x", free_disk_bytes=10**10,
+        ...                     available_memory_bytes=8 * 2**30, port_free=True)
+        >>> [(r.name, r.ok) for r in rows][0]
+        ('Jupyter kernel "python3" of this environment', False)
+    """
+    import shutil
+
+    specs = _kernel_specs() if kernel_specs is None else kernel_specs
+    prefix = sys.prefix if prefix is None else prefix
+    kernel = specs.get("python3")
+    kernel_ok = kernel is not None and str(kernel).startswith(str(prefix))
+    rows = [Check('Jupyter kernel "python3" of this environment', kernel_ok, True, kernel or "not registered",
+                  "" if kernel_ok else "Run `make kernel` (or `make lab`), which registers it.")]
+    free = shutil.disk_usage(ROOT).free if free_disk_bytes is None else free_disk_bytes
+    rows.append(Check("Free disk >= 2 GiB", free >= 2 * 2**30, False, f"{free / 2**30:.1f} GiB free",
+                      "" if free >= 2 * 2**30 else "Notebooks write checkpoints and traces: free some space."))
+    if available_memory_bytes is None:
+        import psutil
+
+        available_memory_bytes = psutil.virtual_memory().available
+    mem_ok = available_memory_bytes >= 4 * 2**30
+    rows.append(Check("Available memory >= 4 GiB", mem_ok, False, f"{available_memory_bytes / 2**30:.1f} GiB",
+                      "" if mem_ok else "Close other programs; the larger runs may be slow or stop."))
+    port_ok = _port_free(lab_port) if port_free is None else port_free
+    rows.append(Check(f"Port {lab_port} free for JupyterLab", port_ok, False, "free" if port_ok else "in use",
+                      "" if port_ok else f"Something listens on {lab_port}: run `LAB_PORT={lab_port + 1} make lab`."))
+    flavour = tensorflow_flavour()
+    rows.append(Check("TensorFlow package", None, False, flavour or "none installed"))
+    return rows
+
+
+def main(data_dir: Path | str | None = None, extra: list[Check] | None = None) -> int:
+    """``make doctor``: print the readiness table of this machine and its setup; 0 when ready, 1 otherwise.
+
+    `data_dir` and `extra` (the setup rows) are for tests that feed a broken setup.
+    """
     from helpers import data
 
     try:
@@ -155,11 +242,18 @@ def main() -> int:
         print(f"TensorFlow cannot be imported ({exc}). Run `make install` (or `make lab`) first.")
         return 1
     report = env.report(tf)
-    rows = checks(report, data_ok=data.verify_all(), pinned_tf=pinned_tensorflow_version())
+    rows = checks(report, data_ok=data.verify_all(data_dir), pinned_tf=pinned_tensorflow_version())
+    port = os.environ.get("LAB_PORT", "8888")
+    rows += setup_checks(lab_port=int(port) if port.isdigit() else 8888) if extra is None else extra
     print(f"Machine: {report.platform}, Python {report.python}")
     print(table(rows))
     ready = is_ready(rows)
     mode = "with a GPU" if report.gpu_count else "on the CPU (smaller sizes)"
-    print(f"\nVerdict: {'READY' if ready else 'NOT READY'}" + (f", the course runs {mode}." if ready else "."))
+    if ready:
+        print(f"\nVerdict: READY, the course runs {mode}.")
+    else:
+        missing = [c.name for c in rows if c.required and not c.ok]
+        print(f"\nVerdict: NOT READY. Missing: {'; '.join(missing)}. Do what the table says above, then run "
+              "`make doctor` again.")
     return 0 if ready else 1
 

@@ -24,7 +24,8 @@ def fake_colab_python(tmp_path):
     fake = tmp_path / "fake" / "google" / "colab"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("")  # no google/__init__.py: google.protobuf must still import
-    (tmp_path / "fake" / "pynvml.py").write_text("")  # present, so the cell installs nothing
+    for module in ("pynvml", "xprof"):  # present, so the cell installs nothing
+        (tmp_path / "fake" / f"{module}.py").write_text("")
     return tmp_path / "venv" / "bin" / "python", {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path / "fake")}
 
 
@@ -70,14 +71,15 @@ def test_bootstrap_does_nothing_outside_colab(tmp_path):
     assert not (tmp_path / "course").exists()
 
 
-def test_prepare_installs_the_pinned_nvml_package_only_when_missing(tmp_path, monkeypatch):
+def test_prepare_installs_the_pinned_packages_only_when_missing(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(colab.subprocess, "run", lambda args, check: calls.append(args))
     requirements = tmp_path / "requirements.txt"
-    requirements.write_text("tensorflow==2.21.0\nnvidia-ml-py==13.615.71\n")
+    requirements.write_text("tensorflow==2.21.0\nnvidia-ml-py==13.615.71\ntensorboard-plugin-profile==2.24.2\n")
     monkeypatch.setattr(colab.importlib.util, "find_spec", lambda name: None)
-    assert colab.prepare(requirements) == ["nvidia-ml-py==13.615.71"]
-    assert calls and calls[0][-1] == "nvidia-ml-py==13.615.71" and "tensorflow" not in " ".join(calls[0])
+    wanted = ["nvidia-ml-py==13.615.71", "tensorboard-plugin-profile==2.24.2"]
+    assert colab.prepare(requirements) == wanted
+    assert calls and calls[0][-2:] == wanted and "tensorflow==" not in " ".join(calls[0])
     calls.clear()
     monkeypatch.setattr(colab.importlib.util, "find_spec", lambda name: object())
     assert colab.prepare(requirements) == [] and calls == []

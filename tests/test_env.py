@@ -5,6 +5,8 @@ import pytest
 
 from helpers import env, nvml, readiness
 
+ROOT = env.ROOT
+
 
 def test_gpus_reads_name_capability_and_memory_from_tf_and_nvml():
     [gpu] = env.gpus(tf=fakes.FakeTF(n_gpus=1), nvml=fakes.FakeNVML(), environ={})
@@ -144,3 +146,40 @@ def test_readiness_table_marks_required_rows():
                                  readiness.Check("GPU visible to TensorFlow", False, False, "none", "use Colab")])
     assert table.splitlines()[1].split()[:2] == ["ok", "required"]
     assert table.splitlines()[2].split()[:2] == ["no", "optional"]
+
+
+def test_doctor_fails_plainly_on_a_missing_kernel_and_a_corrupt_data_file(tmp_path, capsys):
+    import shutil
+
+    broken = readiness.setup_checks(kernel_specs={}, prefix="/course/.venv", free_disk_bytes=10**9,
+                                    available_memory_bytes=2**30, lab_port=8888, port_free=False)
+    kernel = broken[0]
+    assert kernel.required and kernel.ok is False and "make kernel" in kernel.advice
+    assert [r.ok for r in broken[1:4]] == [False, False, False] and "LAB_PORT=8889" in broken[3].advice
+    other_env = readiness.setup_checks(kernel_specs={"python3": "/elsewhere/share/jupyter/kernels/python3"},
+                                       prefix="/course/.venv", free_disk_bytes=10**11,
+                                       available_memory_bytes=2**34, port_free=True)
+    assert other_env[0].ok is False, "a python3 kernel of another environment does not count"
+
+    assert readiness.main(extra=broken) == 1
+    out = capsys.readouterr().out
+    assert 'Verdict: NOT READY. Missing: Jupyter kernel "python3" of this environment' in out
+
+    data = tmp_path / "data"
+    shutil.copytree(ROOT / "data", data)
+    with open(data / "gpu_specs.csv", "r+b") as f:
+        first = f.read(1)
+        f.seek(0)
+        f.write(bytes([first[0] ^ 1]))
+    good = readiness.setup_checks(kernel_specs={"python3": f"{readiness.sys.prefix}/share/jupyter/kernels/python3"},
+                                  free_disk_bytes=10**11, available_memory_bytes=2**34, port_free=True)
+    assert readiness.main(data_dir=data, extra=good) == 1
+    out = capsys.readouterr().out
+    assert "Missing: Course data (sha256)" in out and "git checkout data/" in out
+    assert readiness.main(extra=good) == 0
+
+
+def test_tensorflow_flavour_names_the_installed_package():
+    assert readiness.tensorflow_flavour({"tensorflow": "2.21.0", "nvidia-cudnn-cu12": "9.3"}) == (
+        "tensorflow 2.21.0 with NVIDIA's CUDA libraries")
+    assert readiness.tensorflow_flavour({"keras": "3.15.1"}) is None

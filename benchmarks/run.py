@@ -1,0 +1,177 @@
+"""`make bench`: measure the course on this machine and write benchmarks/RESULTS.md (and a plot).
+
+    .venv/bin/python benchmarks/run.py [--skip-make-test] [--notebooks 00_environment_check.ipynb ...]
+
+1. each notebook's wall time under papermill, at smoke and at learner sizes, one at a time;
+2. `make test`'s wall time, and where it goes: the installer's check, a Jupyter kernel start, the
+   TensorFlow import, and the notebook executions;
+3. `helpers.bench` against a synchronised reference under asynchronous execution (and a naive timer);
+4. matmul GFLOP/s as notebook 03 measures it, against the CPU's peak and NumPy's BLAS in the same run.
+
+Timings are reported, never asserted as absolute numbers; the learner target (<= 120 s per notebook
+on 2 cores) is reported as met or missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import nbrun  # noqa: E402
+from notebook_times import LEARNER_TARGET_S, time_notebooks  # noqa: E402
+
+
+def _seconds(cmd: list[str], **kwargs) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True, **kwargs)
+    return time.perf_counter() - start
+
+
+def kernel_start_s(repeats: int = 3) -> float:
+    from jupyter_client.manager import start_new_kernel
+
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        manager, client = start_new_kernel(kernel_name="python3")
+        times.append(time.perf_counter() - start)
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    return statistics.median(times)
+
+
+def where_make_test_goes(run_make_test: bool) -> dict[str, float]:
+    py = sys.executable
+    out = {
+        "installer check (all pinned packages present)": _seconds([py, str(ROOT / "tools" / "install.py"), "--test"]),
+        "one Jupyter kernel start (median of 3)": kernel_start_s(),
+        "one `import tensorflow` (median of 3)": statistics.median(
+            _seconds([py, "-c", "import helpers.env as e; e.tensorflow()"]) for _ in range(3)),
+    }
+    if run_make_test:
+        out["`make test`, whole (warm .venv)"] = _seconds(["make", "-s", "test"], cwd=ROOT)
+    return out
+
+
+def async_timer() -> dict[str, float]:
+    from test_bench import ASYNC_EXPERIMENT
+
+    out = subprocess.run([sys.executable, "-c", ASYNC_EXPERIMENT], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def matmul_rates(sizes: list[int]) -> dict[str, object]:
+    import numpy as np
+
+    from helpers import bench, cpu, env
+    from helpers.flops import matmul_flops
+
+    tf = env.tensorflow()
+    tf_rates, np_rates = {}, {}
+    for n in sizes:
+        a = tf.random.normal((n, n))
+        b = tf.random.normal((n, n))
+        an, bn = a.numpy(), b.numpy()
+        repeats = 10 if n <= 1024 else 5
+        t_tf = bench.benchmark(tf.matmul, a, b, warmup=2, repeats=repeats).median
+        t_np = bench.benchmark(np.matmul, an, bn, warmup=2, repeats=repeats, sync=None).median
+        tf_rates[n] = bench.gflops(matmul_flops(n, n, n), t_tf)
+        np_rates[n] = bench.gflops(matmul_flops(n, n, n), t_np)
+    peak = cpu.peak(measured_ghz=cpu.measure_clock_ghz())
+    return {"tf": tf_rates, "numpy": np_rates, "peak": peak.gflops, "peak_source": peak.peak_source,
+            "peak_at_os_clock": peak.at_os_clock}
+
+
+def plot(rates: dict[str, object], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for label, key in (("TensorFlow matmul", "tf"), ("NumPy matmul (BLAS)", "numpy")):
+        sizes = sorted(rates[key])
+        ax.plot(sizes, [rates[key][n] for n in sizes], "o-", label=label)
+    if rates["peak"]:
+        ax.axhline(rates["peak"], color="k", ls="--", label=f"CPU FP32 peak ({rates['peak']:.0f} GFLOP/s)")
+    ax.set(xscale="log", yscale="log", xlabel="matrix size n (n x n)", ylabel="GFLOP/s",
+           title="float32 matmul on this CPU, one run")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def report(rows, make_test, timer, rates) -> str:
+    import tensorflow as tf
+
+    from helpers import cpu
+
+    lines = [f"# Benchmarks: measured on {time.strftime('%Y-%m-%d', time.gmtime())}", "",
+             f"Machine: {cpu.model_name()}, {os.cpu_count()} logical cores, {platform.system()} "
+             f"{platform.machine()}, Python {platform.python_version()}, TensorFlow {tf.__version__} "
+             "(CPU only). Written by `make bench` (benchmarks/run.py); figures are one run's, not targets.", ""]
+    if rows:
+        lines += ["## Notebook wall times (papermill, one at a time)", "",
+                  "| notebook | smoke (s) | learner (s) | learner target 120 s |", "| --- | --- | --- | --- |"]
+        for name, smoke, learner in rows:
+            verdict = "met" if learner <= LEARNER_TARGET_S else "MISSED"
+            lines.append(f"| {name} | {smoke:.1f} | {learner:.1f} | {verdict} |")
+        lines += [f"| all | {sum(r[1] for r in rows):.0f} | {sum(r[2] for r in rows):.0f} | |", ""]
+    lines += ["## Where `make test`'s time goes", "", "| part | seconds |", "| --- | --- |"]
+    lines += [f"| {k} | {v:.1f} |" for k, v in make_test.items()]
+    if rows:
+        lines.append(f"| notebook executions at smoke size, summed (make test runs each 3 times: claims, twice in "
+                     f"a kernel, nbval; on 2 workers) | {sum(r[1] for r in rows):.0f} |")
+    lines += ["", "## `helpers.bench` under asynchronous execution", "",
+              "Ten independent 1024x1024 matmuls, TensorFlow's asynchronous eager mode, 1 thread, 5 interleaved "
+              "repeats (the experiment of tests/test_bench.py):", "",
+              "| timer | median (ms) | vs synchronised reference |", "| --- | --- | --- |"]
+    for key, label in (("reference", "synchronised reference (.numpy() on every result)"),
+                       ("helper", "helpers.bench.benchmark"), ("naive", "naive timer (stops at return)")):
+        lines.append(f"| {label} | {timer[key] * 1e3:.2f} | {timer[key] / timer['reference']:.2f}x |")
+    lines += ["", "## Matmul GFLOP/s against the CPU's peak and NumPy's BLAS (float32, same run)", "",
+              "![matmul GFLOP/s](matmul.png)", "", "| n | TensorFlow | NumPy | TensorFlow / peak |",
+              "| --- | --- | --- | --- |"]
+    for n in sorted(rates["tf"]):
+        share = f"{rates['tf'][n] / rates['peak']:.0%}" if rates["peak"] else "n/a"
+        lines.append(f"| {n} | {rates['tf'][n]:.0f} | {rates['numpy'][n]:.0f} | {share} |")
+    lines += ["", f"Peak: {rates['peak']:.0f} GFLOP/s ({rates['peak_source']})" if rates["peak"] else "Peak: unknown",
+              f"At the clock the OS reports it would be {rates['peak_at_os_clock']:.0f} GFLOP/s."
+              if rates["peak_at_os_clock"] else "", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--notebooks", nargs="*", default=None, help="default: every notebook")
+    parser.add_argument("--skip-make-test", action="store_true", help="do not time a whole `make test`")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[128, 256, 512, 1024, 2048])
+    args = parser.parse_args(argv)
+    names = nbrun.present() if args.notebooks is None else args.notebooks
+    rows = time_notebooks(names)
+    make_test = where_make_test_goes(not args.skip_make_test)
+    timer = async_timer()
+    rates = matmul_rates(args.sizes)
+    plot(rates, ROOT / "benchmarks" / "matmul.png")
+    (ROOT / "benchmarks" / "RESULTS.md").write_text(report(rows, make_test, timer, rates))
+    print(f"Wrote {ROOT / 'benchmarks' / 'RESULTS.md'}")
+    missed = [r[0] for r in rows if r[2] > LEARNER_TARGET_S]
+    print("Learner target missed by: " + (", ".join(missed) if missed else "none"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

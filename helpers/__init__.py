@@ -24,7 +24,8 @@ Hardware facts, by concern
     ``nvml``      NVIDIA's management library: utilisation, memory, power, temperature
     ``readiness`` the readiness table of notebook 00 and ``make doctor``
 Topic modules, one per notebook that needs one
-    ``nn`` (01), ``placement`` (02)
+    ``nn`` (01), ``placement`` (02), ``timing`` (03), ``pipelines`` (04), ``batching`` (05), ``precision`` (06),
+    ``distribute`` (07), ``cluster`` (08), ``gpus`` (09)
 """
 
 from __future__ import annotations
@@ -38,27 +39,60 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 
 from helpers import (  # noqa: E402  (the variables above must be set first)
+    batching,
     bench,
     check,
     children,
+    cluster,
     colab,
     cpu,
     data,
+    distribute,
     env,
     flops,
+    gpus,
     monitor,
     nn,
     nvml,
     params,
+    pipelines,
     placement,
     plots,
+    precision,
     readiness,
     results,
     session,
     tables,
+    timing,
 )
 from helpers.session import scratch_dir, setup  # noqa: E402
 
-__all__ = ["setup", "scratch_dir", "bench", "check", "children", "colab", "cpu", "data", "env", "flops",
-           "monitor", "nn", "nvml", "params", "placement", "plots", "readiness", "results",
-           "session", "tables"]
+__all__ = [
+    "setup",
+    "scratch_dir",
+    "batching",
+    "bench",
+    "check",
+    "children",
+    "cluster",
+    "colab",
+    "cpu",
+    "data",
+    "distribute",
+    "env",
+    "flops",
+    "gpus",
+    "monitor",
+    "nn",
+    "nvml",
+    "params",
+    "pipelines",
+    "placement",
+    "plots",
+    "precision",
+    "readiness",
+    "results",
+    "session",
+    "tables",
+    "timing",
+]

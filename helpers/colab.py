@@ -57,13 +57,15 @@ def prepare(requirements: Path = ROOT / "requirements.txt") -> list[str]:
 
     ``nvidia-ml-py`` (NVML readings on Colab's GPUs, notebooks 02 and 09) and
     ``tensorboard-plugin-profile`` (it brings ``xprof``, which reads notebook 04's profiler trace),
-    each at the version ``requirements.txt`` pins and only when missing. Returns what it installed.
+    and ``kubernetes-validate`` (notebook 08's manifest check), each at the version ``requirements.txt``
+    pins and only when missing. Returns what it installed.
 
     Example:
         >>> prepare() if importlib.util.find_spec("pynvml") else []  # installed here: nothing to do
         []
     """
-    wanted = {"pynvml": "nvidia-ml-py", "xprof": "tensorboard-plugin-profile"}
+    wanted = {"pynvml": "nvidia-ml-py", "xprof": "tensorboard-plugin-profile",
+              "kubernetes_validate": "kubernetes-validate"}
     pins = {}
     if requirements.exists():
         for line in requirements.read_text().splitlines():

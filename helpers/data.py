@@ -23,7 +23,7 @@ DATA_DIR = Path(os.environ.get("COURSE_DATA_DIR", Path(__file__).resolve().paren
 
 FASHION_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                    "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")
-FILES = ("fashion_mnist_subset.npz", "sms_spam_subset.csv.gz", "gpu_specs.csv")
+FILES = ("fashion_mnist_subset.npz", "sms_spam_subset.csv.gz", "gpu_specs.csv", "kubeflow_tfjob_crd.yaml")
 
 
 class DataIntegrityError(ValueError):

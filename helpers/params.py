@@ -46,6 +46,10 @@ RULES: dict[str, Rule] = {
     "POLICY": Rule(" or ".join(repr(p) for p in POLICIES), lambda v: v in POLICIES),
     "N_REPLICAS": Rule("an integer from 1 to 64", _int_in(1, 64)),
     "N_WORKERS": Rule("an integer from 1 to 8", _int_in(1, 8)),
+    "PRICE_PER_HOUR": Rule("a dict {GPU name from data/gpu_specs.csv: your price per hour, a number > 0}, or {} "
+                           "to skip the cost", lambda v: isinstance(v, dict) and all(
+                               isinstance(k, str) and isinstance(p, (int, float)) and not isinstance(p, bool)
+                               and p > 0 for k, p in v.items())),
 }
 
 

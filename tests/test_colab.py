@@ -24,7 +24,7 @@ def fake_colab_python(tmp_path):
     fake = tmp_path / "fake" / "google" / "colab"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("")  # no google/__init__.py: google.protobuf must still import
-    for module in ("pynvml", "xprof"):  # present, so the cell installs nothing
+    for module in ("pynvml", "xprof", "kubernetes_validate"):  # present, so the cell installs nothing
         (tmp_path / "fake" / f"{module}.py").write_text("")
     return tmp_path / "venv" / "bin" / "python", {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path / "fake")}
 
@@ -75,11 +75,12 @@ def test_prepare_installs_the_pinned_packages_only_when_missing(tmp_path, monkey
     calls = []
     monkeypatch.setattr(colab.subprocess, "run", lambda args, check: calls.append(args))
     requirements = tmp_path / "requirements.txt"
-    requirements.write_text("tensorflow==2.21.0\nnvidia-ml-py==13.615.71\ntensorboard-plugin-profile==2.24.2\n")
+    requirements.write_text("tensorflow==2.21.0\nnvidia-ml-py==13.615.71\ntensorboard-plugin-profile==2.24.2\n"
+                            "kubernetes-validate==1.37.0\n")
     monkeypatch.setattr(colab.importlib.util, "find_spec", lambda name: None)
-    wanted = ["nvidia-ml-py==13.615.71", "tensorboard-plugin-profile==2.24.2"]
+    wanted = ["nvidia-ml-py==13.615.71", "tensorboard-plugin-profile==2.24.2", "kubernetes-validate==1.37.0"]
     assert colab.prepare(requirements) == wanted
-    assert calls and calls[0][-2:] == wanted and "tensorflow==" not in " ".join(calls[0])
+    assert calls and calls[0][-3:] == wanted and "tensorflow==" not in " ".join(calls[0])
     calls.clear()
     monkeypatch.setattr(colab.importlib.util, "find_spec", lambda name: object())
     assert colab.prepare(requirements) == [] and calls == []

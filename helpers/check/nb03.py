@@ -1,0 +1,377 @@
+"""Checks for notebook 03 · CPU vs GPU timing.
+
+Each check calls the learner's function on inputs it makes up (sizes and times, or a fake
+asynchronous operation), so a number that happens to be right on this machine cannot pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+from unittest import mock
+
+from helpers.check._feedback import Feedback, not_filled, returned_none, wrong
+
+__all__ = ["gflops", "time_it", "crossover"]
+
+
+def _call(fn: Callable[..., Any], *args: Any) -> tuple[Any, Feedback | None]:
+    try:
+        return fn(*args), None
+    except Exception as err:  # the learner's code: explain, never raise
+        shown = ", ".join(repr(a) for a in args)
+        return None, wrong(f"Your function raised {type(err).__name__} for ({shown}): {err}")
+
+
+def _number(value: Any) -> float | None:
+    if hasattr(value, "numpy"):
+        value = value.numpy()
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+# --------------------------------------------------------------------------- exercise 1
+def _rounded(got: float, exact: float) -> bool:
+    """Whether `got` is `exact` rounded to 0-3 decimals or to 2-6 significant digits."""
+    candidates = [round(exact, k) for k in range(4)] + [float(f"{exact:.{k}g}") for k in range(2, 7)]
+    return any(math.isclose(got, c, rel_tol=1e-9, abs_tol=1e-12) for c in candidates)
+
+
+GFLOPS_CASES = [(1024, 0.01), (2048, 0.125), (100, 0.001), (3000, 2.5), (64, 2e-5)]
+
+
+def gflops(answer: Any) -> Feedback:
+    """Exercise 03.1: ``gflops(n, seconds)``, the GFLOP/s of one n x n by n x n matmul that took `seconds`.
+
+    Example:
+        >>> gflops(lambda n, seconds: 2 * n**3 / seconds / 1e9).ok
+        True
+    """
+    if (fb := not_filled(answer)) is not None:
+        return fb
+    if not callable(answer):
+        return wrong("Write a function `gflops(n, seconds)` that computes the rate from its two arguments; "
+                     "the check calls it on several sizes and times, so a number alone cannot pass.")
+    outputs = []
+    for n, seconds in GFLOPS_CASES:
+        got, fb = _call(answer, n, seconds)
+        if fb is not None:
+            return fb
+        if got is None:
+            return returned_none("gflops")
+        value = _number(got)
+        if value is None:
+            return wrong(f"gflops({n}, {seconds}) returned {type(got).__name__}: return a number (a float).")
+        outputs.append(value)
+    expected = [2 * n**3 / s / 1e9 for n, s in GFLOPS_CASES]
+    if all(math.isclose(g, e, rel_tol=1e-6) for g, e in zip(outputs, expected, strict=True)):
+        return Feedback(True, "Right: an n x n matmul does n³ multiply-adds, 2 FLOPs each, so 2·n³ / seconds / 1e9; "
+                              "a 1024 matmul in 10 ms runs at 214.7 GFLOP/s.")
+    if len(set(outputs)) == 1:
+        return wrong("Your function returns the same number for every size and time: compute it from `n` and "
+                     "`seconds`.")
+    ratios = [g / e if e else float("inf") for g, e in zip(outputs, expected, strict=True)]
+    first = ratios[0]
+    same_ratio = all(math.isclose(r, first, rel_tol=1e-6) for r in ratios)
+    n, s = GFLOPS_CASES[0]
+    hints = [(0.5, "You counted n³ FLOPs: each of the n³ multiply-adds is 2 FLOPs (a multiply and an add), "
+                   "so a matmul does 2·n³."),
+             (1e9, "That is FLOP/s: divide by 1e9 for GFLOP/s."),
+             (0.5e9, "That is n³ per second: count 2 FLOPs per multiply-add and divide by 1e9 for GFLOP/s."),
+             (1e9 / 2**30, "Giga here is 1e9 (decimal, as datasheets use), not 2**30."),
+             (1e-3, "You divided by 1e12: that gives TFLOP/s; GFLOP/s divides by 1e9.")]
+    if same_ratio:
+        for ratio, hint in hints:
+            if math.isclose(first, ratio, rel_tol=1e-6):
+                return wrong(hint)
+    if all(math.isclose(g * e, (2 * m**3 / 1e9) ** 2, rel_tol=1e-6) for g, e, (m, _) in
+           zip(outputs, expected, GFLOPS_CASES, strict=True)):
+        return wrong("You multiplied by the seconds: a rate is FLOPs divided by the time.")
+    if all(math.isclose(g, m**2 * (2 * m - 1) / t / 1e9, rel_tol=1e-6) for g, (m, t) in
+           zip(outputs, GFLOPS_CASES, strict=True)):
+        return wrong("You counted n²·(2n - 1) FLOPs (n multiplies and n - 1 adds per entry). Count 2·n³: a multiply "
+                     "and an add per term, the convention GFLOP/s figures and peaks use.")
+    if all(_rounded(g, e) for g, e in zip(outputs, expected, strict=True)):
+        return wrong("Your numbers are the right ones rounded: don't round inside the function; return the full "
+                     "value and round only when you print it.")
+    return wrong(f"gflops({n}, {s}) returned {outputs[0]:.6g}, expected {expected[0]:.6g}. FLOPs of the matmul: "
+                 "2·n³; divide by the seconds, then by 1e9.")
+
+
+# --------------------------------------------------------------------------- exercise 2
+class _FakeResult:
+    """What the fake operation returns at once; ``.numpy()`` waits until its work is done."""
+
+    def __init__(self, op: FakeAsyncOp, done: threading.Event) -> None:
+        self._op = op
+        self._done = done
+
+    def numpy(self) -> float:
+        self._done.wait()
+        self._op.waited = True
+        return 1.0
+
+    def __float__(self) -> float:
+        return self.numpy()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        import numpy as np
+
+        return np.asarray(self.numpy(), dtype=dtype)
+
+
+class FakeAsyncOp:
+    """A callable that returns at once while its work goes on in the background for `seconds`, like a GPU op.
+
+    The result's ``.numpy()`` waits for the work; so do TensorFlow's ``context.async_wait()`` and
+    ``tf.test.experimental.sync_devices()`` (and ``helpers.bench.synchronize``) while
+    :meth:`tensorflow_waits` is active. ``waited`` records whether any of them was called: a timer
+    that sleeps instead of waiting leaves it False.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.calls = 0
+        self.waited = False
+        self._pending: list[threading.Event] = []
+
+    def __call__(self) -> _FakeResult:
+        self.calls += 1
+        done = threading.Event()
+        threading.Timer(self.seconds, done.set).start()
+        self._pending.append(done)
+        return _FakeResult(self, done)
+
+    def wait_all(self) -> None:
+        """Wait for every call's work (the check's clean-up: does not count as the answer waiting)."""
+        for done in self._pending:
+            done.wait()
+
+    def _wait_for_the_work(self) -> None:
+        self.wait_all()
+        self.waited = True
+
+    @contextlib.contextmanager
+    def tensorflow_waits(self) -> Iterator[None]:
+        tf = sys.modules.get("tensorflow")
+        if tf is None:
+            yield
+            return
+        from tensorflow.python.eager import context
+
+        with mock.patch.object(context, "async_wait", self._wait_for_the_work), \
+                mock.patch.object(tf.test.experimental, "sync_devices", self._wait_for_the_work):
+            yield
+
+
+_CPU_CLOCKS = ("process_time", "process_time_ns", "thread_time", "thread_time_ns")
+
+
+@contextlib.contextmanager
+def _cpu_clocks_watched() -> Iterator[list[str]]:
+    """Note which CPU-time clocks (time.process_time, ...) the answer reads; they skip time spent waiting."""
+    used: list[str] = []
+
+    def spy(name: str) -> Callable[[], Any]:
+        real = getattr(time, name)
+
+        def read() -> Any:
+            used.append(name)
+            return real()
+
+        return read
+
+    with contextlib.ExitStack() as stack:
+        for name in _CPU_CLOCKS:
+            stack.enter_context(mock.patch.object(time, name, spy(name)))
+        yield used
+
+
+TIME_IT_WORK_S = (0.1, 0.25, 0.4)  # different lengths of work, so no constant passes
+
+
+def _in_range(value: float, seconds: float) -> bool:
+    """A right reading: the work's length, give or take the time to start and wake a thread."""
+    return 0.9 * seconds <= value <= 1.3 * seconds + 0.05
+
+
+def time_it(answer: Any) -> Feedback:
+    """Exercise 03.2: ``time_it(fn)``, the seconds one call of `fn` takes, with its asynchronous work finished.
+
+    The check passes fake operations that return at once and finish their work 0.1 s, 0.25 s and
+    0.4 s later, like a GPU kernel: a timer that stops when the call returns reads almost nothing,
+    and one that sleeps instead of waiting for the result is refused too.
+
+    Example:
+        >>> import time
+        >>> def timer(fn):
+        ...     start = time.perf_counter()
+        ...     fn().numpy()
+        ...     return time.perf_counter() - start
+        >>> time_it(timer).ok
+        True
+    """
+    if (fb := not_filled(answer)) is not None:
+        return fb
+    if not callable(answer):
+        return wrong("Write a function `time_it(fn)` that calls `fn()` and returns the seconds it took; the check "
+                     "calls it with fake operations, so a number alone cannot pass.")
+    trials = []  # (seconds of work, value returned, the fake op, CPU clocks read, the wall clocks around the call)
+    for seconds in TIME_IT_WORK_S:
+        op = FakeAsyncOp(seconds)
+        clocks_before = (time.perf_counter(), time.time(), time.monotonic())
+        with op.tensorflow_waits(), _cpu_clocks_watched() as cpu_clocks:
+            got, fb = _call(answer, op)
+        clocks_after = (time.perf_counter(), time.time(), time.monotonic())
+        op.wait_all()
+        if fb is not None:
+            return fb
+        if got is None:
+            return returned_none("time_it")
+        if isinstance(got, _FakeResult):
+            return wrong("You returned what `fn()` returned (the result of the work): return the seconds it took.")
+        if hasattr(got, "median") and hasattr(got, "times"):
+            return wrong("You returned the whole benchmark result: return its `.median` (seconds).")
+        value = _number(got)
+        if value is None:
+            return wrong(f"time_it returned {type(got).__name__}: return the elapsed seconds (a float), for example "
+                         "the difference of two time.perf_counter() readings.")
+        trials.append((seconds, value, op, cpu_clocks, clocks_before, clocks_after))
+    return _time_it_verdict(trials)
+
+
+def _time_it_verdict(trials: list[tuple[Any, ...]]) -> Feedback:
+    """Explain the first mistake the trials show, or accept them."""
+    if any(op.calls == 0 for _, _, op, *_ in trials):
+        return wrong("Your function never called `fn()`: call it between the two clock readings.")
+    if any(value < 0 for _, value, *_ in trials):
+        return wrong("Your time is negative: you subtracted the later reading from the earlier one. Subtract start "
+                     "from end: `time.perf_counter() - start`.")
+    if any(any(b <= value <= a for b, a in zip(before, after, strict=True))
+           for _, value, _, _, before, after in trials):
+        return wrong("You returned a clock reading itself: time.perf_counter() counts from an arbitrary moment, so "
+                     "one reading means nothing. Read it before and after, and return the difference.")
+    if all(_in_range(value / 1000, seconds) for seconds, value, *_ in trials):
+        return wrong("That looks like milliseconds: return seconds, as time.perf_counter() gives them.")
+    if any(cpu_clocks and value < 0.9 * seconds for seconds, value, _, cpu_clocks, *_ in trials):
+        return wrong("time.process_time() counts the CPU time of this Python process, and waiting for a device "
+                     "uses none: the work is missing. Use wall time, time.perf_counter().")
+    if len({value for _, value, *_ in trials}) == 1:
+        return wrong("Your function returns the same number whatever the work takes: measure it, with "
+                     "time.perf_counter() before `fn()` and after its result is ready.")
+    for seconds, value, op, *_ in trials:
+        if not op.waited and value < 0.9 * seconds:
+            return wrong("The clock stopped before the work finished: `fn()` returns as soon as the work is queued. "
+                         "Wait for the result before you read the clock again: call `.numpy()` on it (or "
+                         "helpers.bench.synchronize()).")
+        if not op.waited:
+            return wrong("Your timer never waited for the result: a time.sleep() (or any fixed pause) guesses how "
+                         "long the work takes, and the check's operations take different times. Call `.numpy()` on "
+                         "what `fn()` returns (or helpers.bench.synchronize()), then read the clock.")
+        if value < 0.9 * seconds:
+            return wrong("The clock stopped before the work finished: you waited for the result after the second "
+                         "clock reading. Call `.numpy()` first, then read time.perf_counter().")
+        if value > 1.3 * seconds + 0.05 and op.calls > 1:
+            return wrong(f"That is the time of several calls together (you called `fn()` {op.calls} times): return "
+                         "the time of one call (for example the median of several).")
+        if value > 1.3 * seconds + 0.05:
+            return wrong("Your reading is longer than the work: time only the call and the wait for its result "
+                         "(no sleep, no printing between the two clock readings).")
+    return Feedback(True, "Right: your timer waited for the work to finish, so it measured the work (0.1 s, 0.25 s "
+                          "and 0.4 s of fake GPU work), not only the time to queue it.")
+
+
+# --------------------------------------------------------------------------- exercise 3
+CROSSOVER_CASES = [  # (sizes, CPU seconds, GPU seconds); the comment gives the answer
+    ([64, 256, 1024, 4096], [1e-5, 2e-4, 9e-3, 0.6], [3e-5, 1e-4, 6e-4, 2e-2]),  # 256, the notebook's example
+    ([64, 256, 1024, 4096], [1e-5, 2e-4, 9e-3, 0.6], [2e-5, 4e-4, 2e-2, 0.9]),  # None: the GPU never wins
+    ([64, 256, 1024, 4096], [4e-5, 2e-4, 9e-3, 0.6], [3e-5, 3e-4, 6e-4, 2e-2]),  # 1024: wins at 64, loses at 256
+    ([100, 200, 400], [0.02, 0.1, 0.8], [0.001, 0.002, 0.01]),  # 100: wins everywhere
+    ([128, 512, 2048], [1e-4, 3e-3, 0.2], [1e-3, 1e-3, 0.01]),  # 512
+    ([128, 256, 512, 1024], [2e-4, 1e-3, 4e-3, 3e-2], [1e-4, 5e-4, 5e-3, 1e-2]),  # 1024: wins, wins, loses, wins
+    ([256, 512, 1024, 2048], [1e-3, 4e-3, 2e-2, 0.15], [2e-3, 4e-3, 8e-3, 0.03]),  # 1024: a tie at 512
+    ([64, 256, 1024, 4096], [1e-5, 3e-4, 1e-2, 0.5], [2e-5, 1e-4, 4e-3, 0.7]),  # None: wins mid-way, loses at 4096
+    ([128, 512, 2048], [1e-3, 2e-2, 0.5], [5e-4, 1e-2, 0.5]),  # None: a tie at the largest size
+]
+
+
+def _ties_count_as_wins(sizes: list[int], cpu_s: list[float], gpu_s: list[float]) -> int | None:
+    """The crossover if a tie (gpu_s == cpu_s) counted as a GPU win: a mistake the check names."""
+    found = None
+    for n, c, g in zip(reversed(sizes), reversed(cpu_s), reversed(gpu_s), strict=True):
+        if g > c:
+            break
+        found = n
+    return found
+
+
+def crossover(answer: Any) -> Feedback:
+    """Exercise 03.3: ``crossover(sizes, cpu_s, gpu_s)``, the smallest size from which the GPU stays faster, or None.
+
+    The GPU must be strictly faster (``gpu_s < cpu_s``; a tie is not a win) at that size and at
+    every larger one; None when it is not strictly faster at the largest size.
+
+    Example:
+        >>> from helpers.timing import crossover as model_answer
+        >>> crossover(model_answer).ok
+        True
+    """
+    from helpers.timing import crossover as expected_for
+
+    if (fb := not_filled(answer)) is not None:
+        return fb
+    if not callable(answer):
+        return wrong("Write a function `crossover(sizes, cpu_s, gpu_s)`; the check calls it on several made-up "
+                     "sweeps, so a number alone cannot pass.")
+    answers = []
+    for sizes, cpu_s, gpu_s in CROSSOVER_CASES:
+        got, fb = _call(answer, list(sizes), list(cpu_s), list(gpu_s))
+        if fb is not None:
+            return fb
+        answers.append(got)
+    if all(got is None for got in answers):
+        return returned_none("crossover")
+    for (sizes, cpu_s, gpu_s), got in zip(CROSSOVER_CASES, answers, strict=True):
+        expected = expected_for(sizes, cpu_s, gpu_s)
+        if got == expected and type(got) is type(expected) or (expected is not None and _number(got) == expected):
+            continue
+        return _crossover_hint(sizes, cpu_s, gpu_s, got, expected)
+    return Feedback(True, f"Right: your function finds the size from which the GPU stays strictly faster, and None "
+                          f"when it does not ({len(CROSSOVER_CASES)} made-up sweeps, with a tie and a GPU that wins "
+                          "mid-way, then loses).")
+
+
+def _crossover_hint(sizes: list[int], cpu_s: list[float], gpu_s: list[float], got: Any, expected: Any) -> Feedback:
+    from helpers.timing import crossover as expected_for
+
+    shown = f"sizes {sizes}, CPU {cpu_s} s, GPU {gpu_s} s"
+    if isinstance(got, str):
+        return wrong(f"For {shown} you returned the text {got!r}: return the size itself, a number from `sizes` "
+                     "(or None), not a string.")
+    first_win = next((n for n, c, g in zip(sizes, cpu_s, gpu_s, strict=True) if g < c), None)
+    if expected is None and got in (0, -1, False, "", []):
+        return wrong(f"For {shown} the GPU is not faster at the largest size: return None, not {got!r}.")
+    if isinstance(got, int) and not isinstance(got, bool) and 0 <= got < len(sizes) and got not in sizes:
+        return wrong(f"You returned a position ({got}); return the size itself, sizes[i].")
+    if got == _ties_count_as_wins(sizes, cpu_s, gpu_s) and any(c == g for c, g in zip(cpu_s, gpu_s, strict=True)):
+        return wrong(f"For {shown} you counted a tie as a GPU win: the GPU wins only where it is strictly faster, "
+                     "gpu_s < cpu_s.")
+    if got == first_win and expected != first_win:
+        return wrong(f"For {shown} the GPU wins at {first_win} but loses again at a larger size: the crossover "
+                     "is the size from which it wins at every larger size too.")
+    if expected is None:
+        return wrong(f"For {shown} you returned {got!r}; the GPU is not faster at the largest size, so the answer is "
+                     "None: from no size on does it win at every larger size.")
+    if got is not None and got == expected_for(sizes, gpu_s, cpu_s):
+        return wrong(f"For {shown} you returned where the CPU is faster: the GPU wins where its time is smaller "
+                     "(gpu_s < cpu_s).")
+    return wrong(f"For {shown} you returned {got!r}; the GPU is faster from {expected} on. Walk from the largest "
+                 "size down while gpu_s < cpu_s.")

@@ -1,0 +1,315 @@
+"""Checks for notebook 04 · Input pipelines and preprocessing on the GPU."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from helpers.check._feedback import Feedback, not_filled, wrong
+
+__all__ = ["bottleneck", "build_pipeline"]
+
+# Made-up timings (input_s, compute_s), in seconds: input-bound and compute-bound steps, GPU-fast and CPU-slow.
+TIMINGS = ((0.120, 0.030), (0.004, 0.035), (0.050, 0.010), (0.0021, 0.0015), (0.009, 0.027), (0.030, 0.024))
+
+
+def _expected(input_s: float, compute_s: float) -> tuple[str, float]:
+    step = max(input_s, compute_s)
+    return ("input" if input_s > compute_s else "compute"), (step - compute_s) / step
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-3, abs_tol=1e-6)
+
+
+def _idle_hint(wrong_idles: list[tuple[float, float, float]]) -> str:
+    """Name the likely mistake behind wrong idle fractions: the formula that fits every wrong (input, compute, got).
+
+    A single timing cannot tell some mistakes apart (rounded 0.75 to 0.8, or input / (input + compute),
+    both give 0.8 at 120 ms against 30 ms), so each hint must fit all the timings the answer got wrong.
+    """
+    def fits(formula: Callable[[float, float, float], float]) -> bool:
+        return all(_close(got, formula(i, c, max(i, c))) for i, c, got in wrong_idles)
+
+    def right(i: float, c: float, step: float) -> float:
+        return (step - c) / step
+
+    if any(got < 0 for _, _, got in wrong_idles):
+        return ("The idle fraction came out negative. When compute takes longer than input, the accelerator never "
+                "waits: the fraction is 0, not below.")
+    if fits(lambda i, c, step: 0.0):
+        return ("The accelerator does wait here: input takes longer than compute, so for (input_s - compute_s) of "
+                "each step it has nothing to train on.")
+    if fits(lambda i, c, step: 100 * right(i, c, step)):
+        return "That looks like a percentage. Return a fraction between 0 and 1 (0.75, not 75)."
+    if fits(lambda i, c, step: step - c):
+        return ("That is a time, in seconds: how long the accelerator idles in each step. Divide it by the step, "
+                "max(input_s, compute_s), to get the fraction of the step.")
+    if fits(lambda i, c, step: (i - c) / c):
+        return ("You divided the wait by the compute time. Divide by the step time: with prefetch a step lasts as long "
+                "as the longer side, max(input_s, compute_s).")
+    if fits(lambda i, c, step: c / i) or fits(lambda i, c, step: c / step):
+        return "That is the share of the step the accelerator is busy. The idle share is the rest: 1 minus it."
+    if fits(lambda i, c, step: i / (i + c)) or fits(lambda i, c, step: i / step):
+        return ("Your fraction treats the whole input time as waiting. With prefetch the input of the next batch "
+                "overlaps with training on this one, so the accelerator waits only for the part of the input time "
+                "that is longer than compute: (step - compute_s) / step, with step = max(input_s, compute_s).")
+    for digits in range(4):
+        if fits(lambda i, c, step, d=digits: round(right(i, c, step), d)):
+            return ("Close: did you round? Your fractions match the right ones rounded to "
+                    f"{digits} decimal{'s' if digits != 1 else ''}; return them unrounded (round only when you print).")
+    return "With prefetch a step lasts max(input_s, compute_s); the accelerator idles (step - compute_s) / step of it."
+
+
+def bottleneck(answer: Any) -> Feedback:
+    """Exercise 04.1: ``bottleneck(input_s, compute_s)`` -> ``(side, idle_fraction)``, with prefetch on.
+
+    The check calls the function on made-up timings: input-bound and compute-bound steps of a fast
+    GPU and of a slow CPU, so an answer that fits this machine only does not pass.
+
+    Example:
+        >>> bottleneck(lambda i, c: ("input" if i > c else "compute", max(0.0, i - c) / max(i, c))).ok
+        True
+    """
+    if (fb := not_filled(answer)) is not None:
+        return fb
+    if not callable(answer):
+        return wrong("Answer with a function: def bottleneck(input_s, compute_s): ... return side, idle.")
+    got = []
+    for input_s, compute_s in TIMINGS:
+        try:
+            out = answer(input_s, compute_s)
+        except Exception as err:  # noqa: BLE001 - the learner's code may raise anything
+            return wrong(f"bottleneck({input_s}, {compute_s}) raised {type(err).__name__}: {err}")
+        if out is None:
+            return wrong("Your function returns None: end it with `return side, idle`.")
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            return wrong(f"bottleneck({input_s}, {compute_s}) returned {out!r}. Return a pair: (side, idle_fraction).")
+        got.append(tuple(out))
+    if len({repr(g) for g in got}) == 1:
+        return wrong(f"Your function returns {got[0]!r} whatever the timings. Compute the answer from input_s and "
+                     "compute_s.")
+    sides = [_expected(i, c)[0] for i, c in TIMINGS]
+    answered = [str(g[0]).strip().lower() if isinstance(g[0], str) else g[0] for g in got]
+    if not all(isinstance(s, str) for s in answered):
+        return wrong(f"The side should be the text 'input' or 'compute', not {type(got[0][0]).__name__}.")
+    if set(answered) - {"input", "compute"}:
+        other = sorted(set(answered) - {"input", "compute"})
+        return wrong(f"Name the side 'input' or 'compute' (you returned {other}).")
+    if all(a != s for a, s in zip(answered, sides, strict=True)):
+        return wrong("The sides are swapped. The longer of the two times bounds the step: 'input' when preparing a "
+                     "batch takes longer than training on it.")
+    wrong_idles = []
+    for (input_s, compute_s), side, (_, idle) in zip(TIMINGS, answered, got, strict=True):
+        right_side, right_idle = _expected(input_s, compute_s)
+        if side != right_side:
+            return wrong(f"bottleneck({input_s}, {compute_s}): input takes {input_s * 1e3:g} ms and compute "
+                         f"{compute_s * 1e3:g} ms, so '{right_side}' bounds the step, not '{side}'.")
+        if isinstance(idle, bool) or not isinstance(idle, (int, float)) or not math.isfinite(idle):
+            return wrong(f"The idle fraction should be a number, not {idle!r}.")
+        if not _close(float(idle), right_idle):
+            wrong_idles.append((input_s, compute_s, float(idle)))
+    if wrong_idles:
+        input_s, compute_s, idle = wrong_idles[0]
+        return wrong(f"bottleneck({input_s}, {compute_s}) gave idle {idle:.4g}. " + _idle_hint(wrong_idles))
+    return Feedback(True, f"Right on all {len(TIMINGS)} made-up timings: with prefetch a step lasts as long as its "
+                          "longer side, and the accelerator idles for the difference. A compute-bound step never "
+                          "waits for input; only a faster device speeds it up.")
+
+
+N_FILES = 24
+
+
+def _synthetic(tf: Any) -> tuple[Any, Callable[..., Any], Callable[..., Any], dict[str, int]]:
+    """Made-up 'files' (their number as text), a load that counts its calls, a random augment that counts images."""
+    calls = {"load": 0, "augment": 0}
+    lock = threading.Lock()
+
+    def count(value: Any) -> Any:
+        with lock:
+            calls["load"] += 1
+        return value
+
+    def count_images(images: Any) -> Any:
+        with lock:
+            calls["augment"] += max(1, int(tf.size(images)) // 16)  # one image is 4x4x1; a batch holds several
+        return images
+
+    @tf.autograph.experimental.do_not_convert
+    def load(png: Any, label: Any) -> tuple[Any, Any]:
+        value = tf.py_function(count, [tf.strings.to_number(png)], tf.float32)
+        return tf.fill([4, 4, 1], tf.ensure_shape(value, [])), label
+
+    @tf.autograph.experimental.do_not_convert
+    def augment(image: Any, label: Any) -> tuple[Any, Any]:
+        out = image + tf.random.uniform([], 0.01, 0.5)
+        return tf.ensure_shape(tf.py_function(count_images, [out], tf.float32), image.shape), label
+
+    files = tf.data.Dataset.from_tensor_slices((tf.strings.as_string(tf.range(N_FILES)), tf.range(N_FILES)))
+    return files, load, augment, calls
+
+
+def _chain(ds: Any) -> list[str]:
+    """The class names of a pipeline's datasets, from the last step back to the source."""
+    names = []
+    while ds is not None and len(names) < 50:
+        names.append(type(ds).__name__)
+        ds = getattr(ds, "_input_dataset", None)
+    return names
+
+
+def _parallel_calls(ds: Any) -> list[int]:
+    """The num_parallel_calls of each parallel map in a pipeline (-1 for AUTOTUNE)."""
+    found = []
+    while ds is not None and len(found) < 50:
+        value = getattr(ds, "_num_parallel_calls", None)
+        if value is not None and "Map" in type(ds).__name__:
+            try:
+                found.append(int(value))
+            except (TypeError, ValueError):
+                pass
+        ds = getattr(ds, "_input_dataset", None)
+    return found
+
+
+def _method(class_name: str) -> str:
+    """'_ParallelMapDataset' -> '.map()': the method that adds a dataset of that class."""
+    return "." + class_name.strip("_").replace("Dataset", "").replace("Parallel", "").lower() + "()"
+
+
+def _epoch(ds: Any, limit: int) -> tuple[list[Any], list[Any]] | Feedback:
+    images, labels = [], []
+    for element in ds.take(limit):
+        if not isinstance(element, (tuple, list)) or len(element) != 2:
+            return wrong("Each element should stay a pair (images, labels), as load and augment return it.")
+        images.append(element[0].numpy())
+        labels.append(element[1].numpy())
+    return images, labels
+
+
+def _run(answer: Callable[..., Any], batch_size: int) -> Feedback | dict[str, Any]:
+    import numpy as np
+    import tensorflow as tf
+
+    files, load, augment, calls = _synthetic(tf)
+    try:
+        ds = answer(files, load, augment, batch_size)
+    except Exception as err:  # noqa: BLE001 - the learner's code may raise anything
+        return wrong(f"build_pipeline(files, load, augment, {batch_size}) raised {type(err).__name__}: {err}")
+    if ds is None:
+        return wrong("Your function returns None: end it with `return` and the dataset.")
+    if not isinstance(ds, tf.data.Dataset):
+        return wrong(f"Return a tf.data.Dataset (you returned {type(ds).__name__}).")
+    if int(ds.cardinality()) == int(tf.data.INFINITE_CARDINALITY):
+        return wrong("Your pipeline repeats forever. Leave .repeat() out: the training loop asks for each epoch.")
+    limit = N_FILES + 2
+    epochs, augmented = [], []
+    for _ in range(2):
+        before = calls["augment"]
+        try:
+            epoch = _epoch(ds, limit)
+        except Exception as err:  # noqa: BLE001
+            return wrong(f"Reading your pipeline raised {type(err).__name__}: {str(err).splitlines()[0][:300]}")
+        if isinstance(epoch, Feedback):
+            return epoch
+        epochs.append(epoch)
+        augmented.append(calls["augment"] - before)
+    images, labels = epochs[0]
+    if not images:
+        return wrong("Your pipeline is empty: start from `files` and keep every file.")
+    if images[0].ndim == 3:
+        return wrong("The elements are single images. Group them with .batch(batch_size).")
+    if images[0].shape[0] != batch_size:
+        return wrong(f"The first batch holds {images[0].shape[0]} images, but batch_size is {batch_size}. Use the "
+                     "batch_size argument, not a fixed number.")
+    seen = [int(v) for batch in labels for v in np.ravel(batch)]
+    whole = len(seen) == len(set(seen)) and set(seen) <= set(range(N_FILES)) and len(seen) > N_FILES - batch_size
+    if not whole:
+        return wrong(f"One epoch should hold each of the {N_FILES} files once; yours held {len(seen)} images with "
+                     f"{len(set(seen))} different labels. Leave out .take(), .skip() and .repeat().")
+    return {"calls": calls["load"], "augmented": augmented, "epochs": epochs, "chain": _chain(ds), "dataset": ds}
+
+
+def build_pipeline(answer: Any) -> Feedback:
+    """Exercise 04.2: ``build_pipeline(files, load, augment, batch_size)`` returns a tuned ``tf.data`` pipeline.
+
+    The check runs it on 24 made-up files with its own ``load`` (which counts its calls) and a
+    random ``augment`` (which counts the images it sees), for two epochs and two batch sizes, then reads
+    the pipeline's steps: load runs once per file (cache after load), augment runs once per image
+    in every epoch (cache before the random step), both maps run in parallel (AUTOTUNE or more than
+    one call), a shuffle, if any, comes after the cache, and prefetch comes last.
+
+    Example:
+        >>> def tuned(files, load, augment, batch_size):
+        ...     import tensorflow as tf
+        ...     return (files.map(load, num_parallel_calls=tf.data.AUTOTUNE).cache()
+        ...             .map(augment, num_parallel_calls=tf.data.AUTOTUNE).batch(batch_size).prefetch(tf.data.AUTOTUNE))
+        >>> build_pipeline(tuned).ok
+        True
+    """
+    if (fb := not_filled(answer)) is not None:
+        return fb
+    if not callable(answer):
+        return wrong("Answer with a function: def build_pipeline(files, load, augment, batch_size): ... return ds.")
+    import numpy as np
+
+    runs = []
+    for batch_size in (5, 8):
+        run = _run(answer, batch_size)
+        if isinstance(run, Feedback):
+            return run
+        runs.append(run)
+    run = runs[0]
+    if run["calls"] == 0:
+        return wrong("load never ran. Start with files.map(load, ...): it reads and decodes each file.")
+    if run["calls"] >= 2 * N_FILES:
+        return wrong(f"load ran {run['calls']} times for {N_FILES} files over 2 epochs: it reads and decodes every "
+                     "file again each epoch. Add .cache() right after the map that loads, so the second epoch reads "
+                     "decoded images from memory.")
+    (first_images, first_labels), (second_images, second_labels) = run["epochs"]
+
+    def by_label(images: list[Any], labels: list[Any]) -> dict[int, Any]:
+        return {int(lab): img for batch, labs in zip(images, labels, strict=False)
+                for img, lab in zip(batch, np.ravel(labs), strict=False)}
+
+    first, second = by_label(first_images, first_labels), by_label(second_images, second_labels)
+    plain = {k: np.full_like(v, float(k)) for k, v in first.items()}
+    if all(np.allclose(first[k], plain[k]) for k in first):
+        return wrong("The images come out exactly as load made them: augmentation never ran. Add .map(augment, ...) "
+                     "after the cache.")
+    if all(np.allclose(first[k], second[k]) for k in first if k in second):
+        return wrong("Both epochs saw exactly the same 'random' augmentation: .cache() comes after .map(augment), so "
+                     "the first epoch's random flips are stored and replayed. Cache after load, before augment.")
+    first_epoch, second_epoch = run["augmented"]
+    if first_epoch > second_epoch:
+        return wrong(f"augment ran on {first_epoch} images in the first epoch but on {second_epoch} in the second: a "
+                     ".map(augment) before .cache() ran once, and the cache replays its 'random' result every epoch. "
+                     "Augment once, after the cache.")
+    if second_epoch > N_FILES:
+        return wrong(f"augment ran on {second_epoch} images per epoch for {N_FILES} files: each image is augmented "
+                     "more than once. Keep one .map(augment, ...), after the cache.")
+    chain = run["chain"]
+    steps = [n for n in chain if n != "_OptionsDataset"]
+    if "_MapDataset" in steps:
+        return wrong("At least one map runs one element at a time. Give both maps "
+                     "num_parallel_calls=tf.data.AUTOTUNE so several files are read and augmented at once.")
+    if any(calls == 1 for calls in _parallel_calls(run["dataset"])):
+        return wrong("A map has num_parallel_calls=1: it still runs one element at a time. Use "
+                     "num_parallel_calls=tf.data.AUTOTUNE (or a number above 1) on both maps.")
+    cache = next((i for i, n in enumerate(steps) if "Cache" in n), None)
+    shuffle = next((i for i, n in enumerate(steps) if "Shuffle" in n), None)
+    if cache is not None and shuffle is not None and shuffle > cache:
+        return wrong(".shuffle() comes before .cache(): the cache keeps the first epoch's order and replays it every "
+                     "epoch, so the shuffle runs once. Shuffle after the cache, or leave it out.")
+    if not any("Prefetch" in n for n in steps):
+        return wrong("Nothing prepares the next batch while the model trains: end the pipeline with "
+                     ".prefetch(tf.data.AUTOTUNE).")
+    if "Prefetch" not in steps[0]:
+        return wrong(f"Prefetch is there but not last (the pipeline ends with {_method(steps[0])}). Put "
+                     ".prefetch(tf.data.AUTOTUNE) at the very end, after .batch(), so whole batches wait ready.")
+    return Feedback(True, f"Right: on {N_FILES} made-up files load ran {run['calls']} times in 2 epochs (cached), "
+                          "augment ran once per image in each epoch and changed the images between epochs (cache "
+                          "before the random step), both maps run in parallel and prefetch comes last; the batch "
+                          "size follows the argument.")

@@ -1,0 +1,248 @@
+"""Checks for notebook 05 · Batch size and learning rate (section "Exercises").
+
+Each exercise asks for a function, and the check calls it on inputs it makes up (other data sets,
+batch sizes, learning rates and GPUs), so a number copied from this run's output does not pass.
+Each check first compares the answers with the formulas of the usual mistakes, to say which one
+was made.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+from helpers.check._feedback import Feedback, not_filled, returned_none, wrong
+
+__all__ = ["updates_in_budget", "scaled_warmup_lr", "max_batch_that_fits"]
+
+
+def _call(fn: Callable[..., Any], *args: Any) -> tuple[Any, Feedback | None]:
+    try:
+        return fn(*args), None
+    except Exception as exc:  # the learner's code failed: say how, never raise
+        detail = str(exc).splitlines()[0][:200] if str(exc) else "(no message)"
+        return None, wrong(f"Your function raised {type(exc).__name__}: {detail}")
+
+
+def _number(value: Any) -> float | None:
+    if hasattr(value, "numpy") and not isinstance(value, numbers.Number):
+        value = value.numpy()
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    return float(value)
+
+
+def _answers(fn: Callable[..., Any], name: str, cases: list[tuple[Any, ...]]) -> list[float] | Feedback:
+    """Call `fn` on every case; the numbers it returned, or the Feedback that explains why not."""
+    if (fb := not_filled(fn)) is not None:
+        return fb
+    if not callable(fn):
+        return wrong(f"Define a function, `def {name}(...): ...`, not a {type(fn).__name__}: the check calls it on "
+                     "made-up inputs, so a number that is right for this run only does not pass.")
+    got = []
+    for case in cases:
+        value, failed = _call(fn, *case)
+        if failed is not None:
+            return failed
+        if value is None:
+            return returned_none(name)
+        number = _number(value)
+        if number is None:
+            return wrong(f"{name}{case} returned {value!r} ({type(value).__name__}); return a number.")
+        got.append(number)
+    return got
+
+
+def _same(got: list[float], formula: Callable[..., float], cases: list[tuple[Any, ...]]) -> bool:
+    return all(math.isclose(g, formula(*c), rel_tol=1e-6, abs_tol=1e-12) for g, c in zip(got, cases, strict=True))
+
+
+def _first_difference(got: list[float], formula: Callable[..., float], cases: list[tuple[Any, ...]]) -> int:
+    return next(i for i, (g, c) in enumerate(zip(got, cases, strict=True))
+                if not math.isclose(g, formula(*c), rel_tol=1e-6, abs_tol=1e-12))
+
+
+# --------------------------------------------------------------------------- exercise 1
+# (n_samples, batch, epochs): this notebook's runs, a smoke run, full Fashion-MNIST, and edge cases.
+UPDATE_CASES = [(10000, 32, 2), (10000, 512, 2), (2000, 512, 2), (60000, 256, 1), (1000, 1000, 5), (50, 64, 4)]
+
+
+def _updates(n: int, batch: int, epochs: int) -> int:
+    return epochs * math.ceil(n / batch)
+
+
+def updates_in_budget(answer: Any) -> Feedback:
+    """Exercise 05.1: ``updates_in_budget(n_samples, batch, epochs)``, the optimizer steps in the budget.
+
+    Keras trains on the last, smaller batch of each epoch too, so an epoch has
+    ``ceil(n_samples / batch)`` steps.
+
+    Example:
+        >>> updates_in_budget(lambda n, b, e: e * math.ceil(n / b)).ok
+        True
+        >>> updates_in_budget(lambda n, b, e: e * (n // b)).ok  # drops the partial batch
+        False
+    """
+    got = _answers(answer, "updates_in_budget", UPDATE_CASES)
+    if isinstance(got, Feedback):
+        return got
+    if _same(got, _updates, UPDATE_CASES):
+        big, small = _updates(10000, 512, 2), _updates(10000, 32, 2)
+        return Feedback(True, f"Right on all {len(UPDATE_CASES)} cases. In 2 epochs over 10,000 images batch 512 makes "
+                              f"{big} updates and batch 32 makes {small}: {small / big:.1f}x fewer steps, each with "
+                              "the same learning rate unless you scale it.")
+    mistakes = [
+        (lambda n, b, e: e * (n // b), "You rounded down: 10,000 images at batch 32 are 312 full batches and one of "
+                                       "16, and Keras trains on that last one too. Use math.ceil(n_samples / batch)."),
+        (lambda n, b, e: math.ceil(n * e / b), "Close: you rounded once over all epochs. Each epoch ends with its "
+                                               "own partial batch, so round up per epoch, then multiply by epochs."),
+        (lambda n, b, e: n * e / b, "An optimizer step is a whole batch: round each epoch's steps up with "
+                                    "math.ceil(n_samples / batch), then multiply by epochs."),
+        (lambda n, b, e: math.ceil(n / b), "That is one epoch's updates: multiply by the number of epochs."),
+        (lambda n, b, e: n * e, "That counts samples, not updates: one update uses a whole batch."),
+        (lambda n, b, e: e * n // b, "You rounded down: the last, partial batch of each epoch is an update too. Use "
+                                     "epochs * math.ceil(n_samples / batch)."),
+    ]
+    for formula, message in mistakes:
+        if _same(got, formula, UPDATE_CASES):
+            return wrong(message)
+    i = _first_difference(got, _updates, UPDATE_CASES)
+    n, b, e = UPDATE_CASES[i]
+    return wrong(f"updates_in_budget({n}, {b}, {e}) gave {got[i]:g}; it is {_updates(n, b, e)}: "
+                 f"ceil({n} / {b}) = {math.ceil(n / b)} updates per epoch, times {e} epochs.")
+
+
+# --------------------------------------------------------------------------- exercise 2
+# (step, base_lr, base_batch, batch, warmup_steps)
+LR_CASES = [(0, 0.01, 32, 512, 20), (10, 0.01, 32, 512, 20), (20, 0.01, 32, 512, 20), (100, 0.01, 32, 512, 20),
+            (5, 0.1, 256, 1024, 10), (3, 0.02, 64, 64, 8), (2500, 0.1, 256, 8192, 5000), (1, 0.05, 128, 384, 4)]
+
+
+def _lr(step: int, base_lr: float, base_batch: int, batch: int, warmup_steps: int) -> float:
+    target = base_lr * batch / base_batch
+    return base_lr + (target - base_lr) * min(1.0, step / warmup_steps)
+
+
+def scaled_warmup_lr(answer: Any) -> Feedback:
+    """Exercise 05.2: ``scaled_warmup_lr(step, base_lr, base_batch, batch, warmup_steps)``.
+
+    The linear scaling rule with gradual warm-up (Goyal et al., 2017): the target rate is
+    ``base_lr * batch / base_batch``; during the first ``warmup_steps`` steps the rate rises in a
+    straight line from ``base_lr`` (at step 0) to the target (at step ``warmup_steps``), then stays there.
+
+    Example:
+        >>> scaled_warmup_lr(lambda s, lr, b0, b, w: lr + (lr * b / b0 - lr) * min(1, s / w)).ok
+        True
+        >>> scaled_warmup_lr(lambda s, lr, b0, b, w: lr * b / b0).ok  # no warm-up
+        False
+    """
+    got = _answers(answer, "scaled_warmup_lr", LR_CASES)
+    if isinstance(got, Feedback):
+        return got
+    if _same(got, _lr, LR_CASES):
+        return Feedback(True, f"Right on all {len(LR_CASES)} cases: for batch 512 from base 32 at 0.01, the rate "
+                              f"climbs from 0.01 to {_lr(20, 0.01, 32, 512, 20):.2f} over the warm-up, then stays "
+                              "there; at the base batch it is base_lr throughout.")
+
+    def ramp(s: int, w: int) -> float:
+        return min(1.0, s / w)
+
+    mistakes = [
+        (lambda s, lr, b0, b, w: lr, "Your rate never changes: the rule multiplies it by batch / base_batch "
+                                     "(16x for batch 512 from 32), reached at the end of the warm-up."),
+        (lambda s, lr, b0, b, w: lr * b / b0, "That is the scaled rate from the first step, without warm-up. At "
+                                              "step 0 the rate is base_lr; it reaches the scaled rate at step "
+                                              "warmup_steps: base_lr + (target - base_lr) * min(1, step / "
+                                              "warmup_steps)."),
+        (lambda s, lr, b0, b, w: lr * b / b0 * ramp(s, w), "Your warm-up starts from 0. Goyal et al.'s gradual "
+                                                           "warm-up starts from base_lr (the rate that is safe "
+                                                           "for the base batch) and rises to the scaled rate."),
+        (lambda s, lr, b0, b, w: lr + (lr * b / b0 - lr) * s / w, "Your rate keeps rising after the warm-up: cap "
+                                                                  "the fraction with min(1, step / warmup_steps)."),
+        (lambda s, lr, b0, b, w: lr + (lr * b / b0 - lr) * min(1.0, (s + 1) / w),
+         "Off by one: at step 0 the rate is base_lr exactly, so use step / warmup_steps, not (step + 1)."),
+        (lambda s, lr, b0, b, w: lr + (lr * b0 / b - lr) * ramp(s, w), "You scaled the wrong way: a larger batch "
+                                                                       "gets a larger rate, base_lr * batch / "
+                                                                       "base_batch."),
+        (lambda s, lr, b0, b, w: lr + (lr * math.sqrt(b / b0) - lr) * ramp(s, w),
+         "That is the square-root scaling rule (target base_lr * sqrt(batch / base_batch)); the linear rule of "
+         "Goyal et al. multiplies by batch / base_batch itself."),
+    ]
+    for formula, message in mistakes:
+        if _same(got, formula, LR_CASES):
+            return wrong(message)
+    i = _first_difference(got, _lr, LR_CASES)
+    s, lr, b0, b, w = LR_CASES[i]
+    return wrong(f"scaled_warmup_lr{LR_CASES[i]} gave {got[i]:.6g}; it is {_lr(*LR_CASES[i]):.6g}: the target is "
+                 f"{lr} x {b} / {b0} = {lr * b / b0:.6g}, and at step {s} of a {w}-step warm-up you are "
+                 f"{min(1.0, s / w):.0%} of the way from {lr} to it.")
+
+
+# --------------------------------------------------------------------------- exercise 3
+GPUS = {  # made-up jobs: name -> (bytes_per_sample, fixed_bytes, memory_bytes)
+    "a 16 GB T4 training this notebook's CNN": (200_000, 50_000_000, 16_000_000_000),
+    "a 24 GB L4 training a larger CNN": (1_500_000, 2_000_000_000, 24_000_000_000),
+    "an 80 GB A100 training a vision transformer": (12_000_000, 10_000_000_000, 80_000_000_000),
+    "an 8 GB card whose memory is an exact multiple": (1_000_000, 1_000_000_000, 8_000_000_000),
+    "a 4 GB laptop GPU with a model too large for it": (3_000_000, 5_000_000_000, 4_000_000_000),
+}
+
+
+def _fits(per_sample: float, fixed: float, memory: float) -> int:
+    return max(0, math.floor((memory - fixed) / per_sample))
+
+
+def max_batch_that_fits(answer: Any) -> Feedback:
+    """Exercise 05.3: ``max_batch_that_fits(bytes_per_sample, fixed_bytes, memory_bytes)``.
+
+    A step needs ``fixed_bytes + batch * bytes_per_sample``; the answer is the largest whole batch
+    for which that is at most ``memory_bytes``, and 0 when not even the fixed part fits.
+
+    Example:
+        >>> max_batch_that_fits(lambda b, f, m: max(0, (m - f) // b)).ok
+        True
+        >>> max_batch_that_fits(lambda b, f, m: m // b).ok  # forgets the weights and optimizer state
+        False
+    """
+    cases = list(GPUS.values())
+    got = _answers(answer, "max_batch_that_fits", cases)
+    if isinstance(got, Feedback):
+        return got
+    if _same(got, _fits, cases):
+        t4 = _fits(*GPUS["a 16 GB T4 training this notebook's CNN"])
+        return Feedback(True, f"Right on all {len(cases)} made-up GPUs, from the T4 ({t4:,} samples) to the laptop "
+                              "GPU where nothing fits (0). Real frameworks need some headroom on top: allocator "
+                              "fragmentation and scratch space, so stay below the prediction.")
+
+    def power_of_two(b: float, f: float, m: float) -> float:
+        n = _fits(b, f, m)
+        return 2 ** int(math.log2(n)) if n else 0
+
+    mistakes = [
+        (lambda b, f, m: m // b, "You forgot the fixed part: weights, gradients and optimizer state take memory "
+                                 "whatever the batch. Subtract fixed_bytes before dividing."),
+        (lambda b, f, m: (m - f) // b, "Right on the GPUs where the model fits; on the laptop GPU the fixed part "
+                                       "alone is larger than the memory and your function returns a negative "
+                                       "batch. Return 0 there: max(0, ...)."),
+        (lambda b, f, m: round((m - f) / b), "You rounded to the nearest batch, which rounds up half of the time: "
+                                             "a batch fits only if all of it fits. Round down (// or math.floor)."),
+        (lambda b, f, m: math.ceil((m - f) / b), "You rounded up: that batch no longer fits. Round down "
+                                                 "(// or math.floor)."),
+        (lambda b, f, m: (m - f) / b, "A batch is a whole number of samples: round down with // or math.floor."),
+        (power_of_two, "That is the largest power of two that fits, a common choice in practice, but the question "
+                       "asks for the largest batch: round (memory - fixed) / per_sample down to a whole number."),
+        (lambda b, f, m: max(0, math.ceil((m - f) / b) - 1),
+         "On the 8 GB card the batch fills the memory exactly and still fits: use <=, not <."),
+    ]
+    for formula, message in mistakes:
+        if _same(got, formula, cases):
+            return wrong(message)
+    i = _first_difference(got, _fits, cases)
+    name, (b, f, m) = list(GPUS.items())[i]
+    return wrong(f"For {name} (bytes_per_sample={b:,}, fixed_bytes={f:,}, memory_bytes={m:,}) your function gives "
+                 f"{got[i]:g}; the largest batch that fits is {_fits(b, f, m):,}: floor((memory - fixed) / "
+                 "bytes_per_sample), and 0 when that is negative.")

@@ -1,0 +1,232 @@
+"""Checks for notebook 06 · Mixed precision (section "Exercises").
+
+Both exercises ask for a function, and the checks call it on values they make up:
+
+* ``min_loss_scale(gradient)`` on gradients from 1 down to 1e-12, positive and negative, so a constant,
+  the exponent instead of the power of two, a scale one doubling short, the threshold of
+  subnormals instead of normals, and a forgotten ``abs`` each give a wrong answer somewhere.
+* ``next_scale(scale, finite, good_steps, growth_steps)`` over made-up sequences of finite and
+  inf/NaN steps, compared step by step with the rule Keras' ``LossScaleOptimizer`` follows (the
+  tests check that rule against the real optimizer).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import signal
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from helpers.check._feedback import Feedback, not_filled, returned_none, wrong
+
+__all__ = ["min_loss_scale", "next_scale", "GRADIENTS", "SEQUENCES"]
+
+SMALLEST_NORMAL = 2.0**-14  # float16's smallest normal number, 6.1e-5
+SMALLEST_SUBNORMAL = 2.0**-24  # float16's smallest subnormal, 6.0e-8
+
+# Made-up gradients: none sits on a power-of-two boundary, two are negative.
+GRADIENTS = (1e-3, 1.0, 5e-6, -2e-7, 3e-8, 1e-8, 7e-10, -4e-12)
+
+
+class _TooSlow(Exception):
+    pass
+
+
+def _call(fn: Callable[..., Any], *args: Any, seconds: float = 2.0) -> tuple[Any, Feedback | None]:
+    """Call the learner's function; an exception or an endless loop becomes a Feedback, never a crash."""
+    alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if alarm:
+        def stop(signum: int, frame: Any) -> None:
+            raise _TooSlow
+
+        previous = signal.signal(signal.SIGALRM, stop)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn(*args), None
+    except _TooSlow:
+        shown = ", ".join(repr(a) for a in args)
+        return None, wrong(f"Your function did not return within {seconds:g} s for ({shown}): a loop that never "
+                           "ends? For a negative gradient, compare abs(gradient) * scale with the threshold.")
+    except Exception as exc:  # the learner's code failed: say how, never raise
+        return None, wrong(f"Your function raised {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+    finally:
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+def _reference_scale(gradient: float, threshold: float = SMALLEST_NORMAL) -> int:
+    scale = 1
+    while abs(gradient) * scale < threshold:
+        scale *= 2
+    return scale
+
+
+def _number(value: Any) -> float | None:
+    if hasattr(value, "numpy") and not isinstance(value, numbers.Number):
+        value = value.numpy()
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    return float(value)
+
+
+def min_loss_scale(answer: Any) -> Feedback:
+    """Exercise 06.1: ``min_loss_scale(gradient)``, the smallest power of two that lifts ``abs(gradient)``
+    into float16's normal range (at least 2**-14), so it keeps float16's full precision.
+
+    Example:
+        >>> def min_loss_scale_(g):
+        ...     scale = 1
+        ...     while abs(g) * scale < 2.0**-14:
+        ...         scale *= 2
+        ...     return scale
+        >>> min_loss_scale(min_loss_scale_).ok
+        True
+        >>> min_loss_scale(lambda g: 2**15).ok  # Keras' initial scale: too large for most, too small for some
+        False
+    """
+    if (fb := not_filled(answer)) is not None:
+        return fb
+    if not callable(answer):
+        return wrong(f"Define a function, `def min_loss_scale(gradient): ...`, and set answer_1 to it, not to a "
+                     f"{type(answer).__name__}: the check calls it on gradients it makes up.")
+    for g in GRADIENTS:
+        got, failed = _call(answer, g)
+        if failed is not None:
+            return failed
+        if got is None or got is Ellipsis:
+            return returned_none("min_loss_scale")
+        value = _number(got)
+        if value is None:
+            return wrong(f"min_loss_scale({g:g}) returned {type(got).__name__}; return a number (a power of two).")
+        expected = _reference_scale(g)
+        if value == expected:
+            continue
+        shown = f"min_loss_scale({g:g}) returned {value:g}, expected {expected:g}"
+        if g < 0 and value == 1:
+            return wrong(f"{shown}. Gradients can be negative: compare abs(gradient) * scale with the threshold.")
+        if value == math.log2(expected):
+            return wrong(f"{shown}. You returned the exponent k; return the scale 2**k.")
+        if value == _reference_scale(g, SMALLEST_SUBNORMAL):
+            return wrong(f"{shown}. That scale only keeps the gradient from becoming 0 (float16's smallest "
+                         "subnormal); aim for the smallest normal, np.finfo(np.float16).smallest_normal (2**-14), "
+                         "where float16 keeps all its significant bits.")
+        if value == expected / 2:
+            return wrong(f"{shown}: one doubling short. abs(gradient) * scale must reach the smallest normal "
+                         "(>=), not stay below it.")
+        if value > 0 and not math.log2(value).is_integer():
+            return wrong(f"{shown}. Loss scales are powers of two: multiplying by 2**k changes only the "
+                         "exponent, so scaling and unscaling lose no bits.")
+        if value > expected:
+            return wrong(f"{shown}: larger than needed. Start from 1 and double while abs(gradient) * scale is "
+                         "below 2**-14; stop at the first scale that reaches it.")
+        return wrong(f"{shown}: too small, the scaled gradient stays below float16's smallest normal (2**-14).")
+    return Feedback(True, f"Right on {len(GRADIENTS)} gradients from 1 down to 4e-12, negative ones included: "
+                          f"a gradient of 1e-8 needs a loss scale of {_reference_scale(1e-8)}, "
+                          f"one of 3e-8 needs {_reference_scale(3e-8)}.")
+
+
+# --------------------------------------------------------------------------- exercise 2
+# (growth_steps, initial scale, sequence of finite (True) / inf-or-NaN (False) steps)
+SEQUENCES: tuple[tuple[int, float, tuple[bool, ...]], ...] = (
+    (3, 1024.0, (True, True, True, True, False, True, True, True, False, False, True)),
+    (2, 32768.0, (False, False, True, True, True, False, True, True, True, True)),
+    (1, 8.0, (True, True, False, True)),
+)
+
+
+def _reference_next(scale: float, finite: bool, good_steps: int, growth_steps: int) -> tuple[float, int]:
+    """The rule of Keras' LossScaleOptimizer: halve on inf/NaN, double after `growth_steps` finite steps."""
+    if not finite:
+        return scale / 2, 0
+    if good_steps + 1 >= growth_steps:
+        return scale * 2, 0
+    return scale, good_steps + 1
+
+
+def _trajectory(fn: Callable[..., Any], growth: int, scale: float,
+                steps: Sequence[bool]) -> tuple[list[tuple[float, int]] | None, Feedback | None]:
+    out, good = [], 0
+    for finite in steps:
+        got, failed = _call(fn, scale, finite, good, growth)
+        if failed is not None:
+            return None, failed
+        if got is None or got is Ellipsis:
+            return None, returned_none("next_scale")
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            return None, wrong(f"next_scale returned {type(got).__name__} {got!r}; return a pair "
+                               "(new_scale, new_good_steps), e.g. `return scale * 2, 0`.")
+        new_scale, new_good = _number(got[0]), _number(got[1])
+        if new_scale is None or new_good is None:
+            return None, wrong(f"next_scale returned {got!r}; return two numbers (new_scale, new_good_steps).")
+        out.append((new_scale, int(new_good)))
+        scale, good = new_scale, int(new_good)
+    return out, None
+
+
+def _variant(kind: str) -> Callable[..., tuple[float, int]]:
+    def fn(scale: float, finite: bool, good: int, growth: int) -> tuple[float, int]:
+        if not finite:
+            return scale / 2, (good if kind == "no_reset" else 0)
+        if kind == "always_double":
+            return scale * 2, 0
+        if kind == "late" and good + 1 > growth:
+            return scale * 2, 0
+        if kind == "late":
+            return scale, good + 1
+        return _reference_next(scale, finite, good, growth)
+    return fn
+
+
+def next_scale(answer: Any) -> Feedback:
+    """Exercise 06.2: ``next_scale(scale, finite, good_steps, growth_steps)`` returns
+    ``(new_scale, new_good_steps)`` by the dynamic loss-scaling rule of ``LossScaleOptimizer``.
+
+    Example:
+        >>> def next_scale_(scale, finite, good_steps, growth_steps):
+        ...     if not finite:
+        ...         return scale / 2, 0
+        ...     if good_steps + 1 == growth_steps:
+        ...         return scale * 2, 0
+        ...     return scale, good_steps + 1
+        >>> next_scale(next_scale_).ok
+        True
+    """
+    if (fb := not_filled(answer)) is not None:
+        return fb
+    if not callable(answer):
+        return wrong(f"Define a function, `def next_scale(scale, finite, good_steps, growth_steps): ...`, and set "
+                     f"answer_2 to it, not to a {type(answer).__name__}: the check runs it over made-up steps.")
+    for growth, start, steps in SEQUENCES:
+        got, failed = _trajectory(answer, growth, start, steps)
+        if failed is not None:
+            return failed
+        expected, _ = _trajectory(_reference_next, growth, start, steps)
+        if got == expected:
+            continue
+        where = next(i for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b)
+        shown = (f"With growth_steps={growth}, starting at scale {start:g}, over the steps "
+                 f"{''.join('F' if s else 'X' for s in steps)} (F finite, X inf/NaN): step {where + 1} gave "
+                 f"{got[where]}, expected {expected[where]}")
+        for kind, hint in (
+                ("always_double", "you double after every finite step; double only after growth_steps finite "
+                                  "steps in a row, then count again from 0."),
+                ("no_reset", "after an inf/NaN step the count of good steps starts again from 0."),
+                ("late", "you double one step late: the growth_steps-th finite step in a row doubles the scale "
+                         "(good_steps + 1 == growth_steps).")):
+            variant, _ = _trajectory(_variant(kind), growth, start, steps)
+            if got == variant:
+                return wrong(f"{shown}: {hint}")
+        scale_got, scale_expected = got[where][0], expected[where][0]
+        if not steps[where] and scale_got != scale_expected:
+            return wrong(f"{shown}. An inf/NaN step halves the scale (scale / 2) and skips the update.")
+        if got[where][1] != expected[where][1]:
+            return wrong(f"{shown}. The second number counts finite steps in a row since the last change: add 1 "
+                         "after a finite step, reset to 0 after doubling or halving.")
+        return wrong(f"{shown}. Double after growth_steps finite steps in a row; halve after an inf/NaN step.")
+    return Feedback(True, f"Right on {len(SEQUENCES)} made-up sequences: your rule gives the same scales as Keras' "
+                          "LossScaleOptimizer (halve on inf/NaN, double after growth_steps finite steps in a row).")

@@ -1,0 +1,185 @@
+"""Checks for notebook 08 · GPU clusters."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from helpers.check._feedback import Feedback, not_filled, returned_none, whole_number, wrong
+
+__all__ = ["resume_epoch", "pod_tf_config"]
+
+# Made-up jobs (save_every, killed_at): a checkpoint after every epoch or every few, kills on and off a save.
+KILLS = ((1, 3), (2, 4), (2, 5), (3, 3), (5, 12), (1, 1), (4, 4), (10, 7), (3, 10), (1, 6))
+
+
+def _restored(save_every: int, killed_at: int) -> int:
+    return (killed_at - 1) // save_every * save_every
+
+
+def _resume_hint(got: dict[tuple[int, int], Any]) -> str:
+    """Name the likely mistake from the answers on every made-up job."""
+    def fits(rule: Any) -> bool:
+        return all(got[k] == rule(*k) for k in KILLS)
+
+    if fits(lambda s, k: k - 1):
+        return ("You return the epoch before the kill. That checkpoint exists only when the job saves after every "
+                "epoch: with save_every=2 a job killed during epoch 4 last saved after epoch 2.")
+    if fits(lambda s, k: k // s * s):
+        return ("Close, but when the kill comes during an epoch that would end with a save (epoch 4 with "
+                "save_every=2), that save never happened: the worker died before the epoch ended. Count only "
+                "the epochs finished before the kill, killed_at - 1.")
+    if fits(lambda s, k: k):
+        return ("The epoch in progress was not finished, so it is not in any checkpoint: the restart redoes it.")
+    if fits(lambda s, k: max(0, (k - 1) // s)):
+        return ("That is the number of checkpoints saved, not the epoch they hold: multiply by save_every.")
+    if fits(lambda s, k: -(-(k - 1) // s) * s):
+        return ("You rounded up to the next save, which had not happened yet. Round down: the last save before "
+                "the kill.")
+    if any(got[k] < 0 for k in KILLS):
+        return "A job killed during its first epochs has no checkpoint yet: it restores 0 epochs, never fewer."
+    return ("Saves happen after epochs save_every, 2 x save_every, ...; the kill interrupts epoch killed_at, so "
+            "only epochs up to killed_at - 1 are finished. Return the last save among those, or 0.")
+
+
+def resume_epoch(answer: Any) -> Feedback:
+    """Exercise 08.1: ``resume_epoch(save_every, killed_at)`` -> finished epochs the restarted job restores.
+
+    The job saves a checkpoint after every `save_every`-th epoch; a worker dies during epoch
+    `killed_at` (counted from 1). The check calls the function on made-up jobs.
+
+    Example:
+        >>> resume_epoch(lambda save_every, killed_at: (killed_at - 1) // save_every * save_every).ok
+        True
+    """
+    if (fb := not_filled(answer)) is not None:
+        return fb
+    if not callable(answer):
+        return wrong("Answer with a function: def resume_epoch(save_every, killed_at): ... return epochs.")
+    got: dict[tuple[int, int], Any] = {}
+    for save_every, killed_at in KILLS:
+        try:
+            out = answer(save_every, killed_at)
+        except Exception as err:  # noqa: BLE001 - the learner's code may raise anything
+            return wrong(f"resume_epoch({save_every}, {killed_at}) raised {type(err).__name__}: {err}")
+        if out is None:
+            return returned_none("resume_epoch")
+        number = whole_number(out)
+        if isinstance(number, Feedback):
+            return wrong(f"resume_epoch({save_every}, {killed_at}) returned {out!r}: return a whole number of epochs.")
+        got[(save_every, killed_at)] = number
+    if len(set(got.values())) == 1:
+        return wrong(f"Your function returns {next(iter(got.values()))} whatever the job. Compute it from save_every "
+                     "and killed_at.")
+    misses = [k for k in KILLS if got[k] != _restored(*k)]
+    if misses:
+        save_every, killed_at = misses[0]
+        return wrong(f"resume_epoch({save_every}, {killed_at}) gave {got[misses[0]]}, the job restores "
+                     f"{_restored(save_every, killed_at)}. " + _resume_hint(got))
+    return Feedback(True, f"Right on all {len(KILLS)} made-up jobs: the restart restores the last checkpoint "
+                          "saved before the kill, and redoes everything after it, including the unfinished epoch. "
+                          "Saving less often costs less time while training and more work lost after a crash.")
+
+
+# Made-up Indexed Jobs: (job name, Service name, workers, this pod's index, port).
+PODS = (("tf-train", "tf-train", 2, 0, 2222), ("tf-train", "tf-train", 2, 1, 2222),
+        ("bert", "bert-workers", 4, 3, 23456), ("resnet", "rn", 8, 5, 2222), ("x", "y", 3, 2, 1234),
+        ("vit", "vit", 3, 0, 5000))
+
+
+def _pod_config(job: str, service: str, n_workers: int, index: int, port: int) -> dict[str, Any]:
+    hosts = [f"{job}-{i}.{service}:{port}" for i in range(n_workers)]
+    return {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": index}}
+
+
+def _hosts_hint(hosts: Any, job: str, service: str, n_workers: int, port: int) -> str:
+    right = _pod_config(job, service, n_workers, 0, port)["cluster"]["worker"]
+    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+        return f"cluster['worker'] should be a list of 'host:port' texts, such as {right[:2]}."
+    if len(hosts) != n_workers:
+        if len(hosts) == 1:
+            return ("The cluster lists every worker, the same list on every pod; only 'task' says which one this "
+                    "pod is.")
+        return f"The job has {n_workers} workers, your list has {len(hosts)}: use n_workers, not a fixed number."
+    if any(h.startswith(("127.0.0.1", "localhost")) for h in hosts):
+        return ("127.0.0.1 is each pod's own loopback: on Kubernetes every pod has its own address. Use the DNS "
+                f"names the headless Service gives the pods, such as {right[0]}.")
+    if hosts == [f"{job}-{i}:{port}" for i in range(n_workers)]:
+        return (f"A pod's name alone does not resolve; with `subdomain: {service}` it is reachable as "
+                f"<job>-<index>.<service>, such as {right[0]}.")
+    if hosts == [f"{job}-{i}.{service}" for i in range(n_workers)]:
+        return f"Each host needs its port: {right[0]}."
+    if hosts == [f"{job}-{i + 1}.{service}:{port}" for i in range(n_workers)]:
+        return f"Completion indexes start at 0: the first pod is {right[0]}."
+    if sorted(hosts) == sorted(right):
+        return "Keep the hosts in index order: TF_CONFIG's task index points into this list."
+    if all(h.rsplit(":", 1)[-1] != str(port) for h in hosts):
+        return f"Use the port you were given ({port}), not a fixed one."
+    return f"Each host is <job>-<index>.<service>:<port>, in index order: {right[:2]} ..."
+
+
+def pod_tf_config(answer: Any) -> Feedback:
+    """Exercise 08.2: ``pod_tf_config(job, service, n_workers, index, port)`` -> the pod's ``TF_CONFIG`` dict.
+
+    Pod `index` of Indexed Job `job`, behind headless Service `service`, is reachable as
+    ``<job>-<index>.<service>``. The check calls the function on made-up jobs (a JSON text is
+    accepted too).
+
+    Example:
+        >>> def model(job, service, n_workers, index, port):
+        ...     hosts = [f"{job}-{i}.{service}:{port}" for i in range(n_workers)]
+        ...     return {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": index}}
+        >>> pod_tf_config(model).ok
+        True
+    """
+    if (fb := not_filled(answer)) is not None:
+        return fb
+    if not callable(answer):
+        return wrong("Answer with a function: def pod_tf_config(job, service, n_workers, index, port): ... "
+                     "return {...}.")
+    outputs = []
+    for job, service, n_workers, index, port in PODS:
+        call = f"pod_tf_config({job!r}, {service!r}, {n_workers}, {index}, {port})"
+        try:
+            out = answer(job, service, n_workers, index, port)
+        except Exception as err:  # noqa: BLE001 - the learner's code may raise anything
+            return wrong(f"{call} raised {type(err).__name__}: {err}")
+        if out is None:
+            return returned_none("pod_tf_config")
+        if isinstance(out, str):
+            try:
+                out = json.loads(out)
+            except json.JSONDecodeError:
+                return wrong(f"{call} returned text that is not JSON: {out[:80]!r}. Return a dict (or json.dumps "
+                             "of one).")
+        outputs.append(out)
+    if len({repr(out) for out in outputs}) == 1:
+        return wrong("Your function returns the same TF_CONFIG whatever the job. Build it from job, service, "
+                     "n_workers, index and port.")
+    for (job, service, n_workers, index, port), out in zip(PODS, outputs, strict=True):
+        call = f"pod_tf_config({job!r}, {service!r}, {n_workers}, {index}, {port})"
+        if not isinstance(out, dict) or set(out) != {"cluster", "task"}:
+            keys = sorted(out) if isinstance(out, dict) else type(out).__name__
+            return wrong(f"{call} returned {keys}. TF_CONFIG is a dict with two keys: 'cluster' (every worker's "
+                         "address) and 'task' (this pod's type and index).")
+        cluster, task = out["cluster"], out["task"]
+        right = _pod_config(job, service, n_workers, index, port)
+        if not isinstance(cluster, dict) or set(cluster) != {"worker"}:
+            return wrong(f"{call}: 'cluster' should be {{'worker': [hosts]}}: every pod here is a worker, got "
+                         f"{cluster!r}.")
+        if cluster["worker"] != right["cluster"]["worker"]:
+            return wrong(f"{call}: cluster['worker'] is {cluster['worker']!r}. "
+                         + _hosts_hint(cluster["worker"], job, service, n_workers, port))
+        if not isinstance(task, dict) or task.get("type") != "worker":
+            return wrong(f"{call}: 'task' is {task!r}. Its 'type' is 'worker' (the job in 'cluster'); TensorFlow "
+                         "makes worker 0 the chief.")
+        if isinstance(task.get("index"), str):
+            return wrong(f"{call}: the task index is the text {task['index']!r}. JOB_COMPLETION_INDEX arrives as "
+                         "text in the environment; TF_CONFIG wants the number: int(...).")
+        if task.get("index") != index or set(task) != {"type", "index"}:
+            return wrong(f"{call}: 'task' is {task!r}; it should be {right['task']!r}: this pod's own completion "
+                         "index, counted from 0.")
+    return Feedback(True, f"Right for all {len(PODS)} made-up pods: every pod gets the same cluster list, in index "
+                          "order, and its own index in 'task'. That is what the worker script builds from "
+                          "WORKER_HOSTS and JOB_COMPLETION_INDEX on Kubernetes, and what the TFJob operator writes "
+                          "for you.")

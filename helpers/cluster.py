@@ -1,0 +1,1154 @@
+"""Topic module of notebook 08 · GPU clusters: worker processes, their logs, manifests and their checks.
+
+Plumbing only: the worker script, ``TF_CONFIG``, ``MultiWorkerMirroredStrategy``, the checkpoint
+manager and the validators' calls stay on the notebook's page. Here live
+
+* the notebook's limit on ``N_WORKERS`` (:func:`max_workers`, :func:`check_workers`);
+* ports and ``TF_CONFIG`` (:func:`free_ports`, :func:`port_is_free`, :func:`tf_config`) and how
+  workers share the machine's GPUs (:func:`worker_devices`);
+* :class:`LocalCluster`, which starts one worker process per ``TF_CONFIG``, waits for a line in a
+  worker's log, kills a worker with SIGKILL, and stops every worker however its ``with`` block ends
+  (a failed cell, an interrupted kernel, the end of the kernel): every wait is bounded, because a
+  worker whose peers are gone can wait for them for ever and ignore SIGTERM;
+* readable logs (:func:`readable_log`) and the JSON lines a worker prints (:func:`json_lines`);
+* the Kubernetes manifests (:func:`indexed_job`, :func:`tfjob`, :func:`to_yaml`), the Kubeflow
+  ``TFJob`` schema shipped in ``data/`` (:func:`load_tfjob_crd`, :func:`crd_schema`,
+  :func:`strict_schema`), the checks that no schema makes (:func:`consistency_errors`), the
+  validators behind one call (:func:`manifest_errors`), and the Dockerfile with its checker
+  (:func:`dockerfile`, :func:`dockerfile_problems`).
+
+Used by notebook 08 only.
+"""
+
+from __future__ import annotations
+
+import atexit
+import copy
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from helpers import children, data, params
+
+ROOT = Path(__file__).resolve().parent.parent
+GIB = 1024**3
+MIN_WORKERS = 2
+WORKERS_PER_CORE = 2  # each worker is a whole TensorFlow process; beyond two a core they mostly wait
+WORKER_BYTES = 1 * GIB  # memory budget of one worker (one measured at about 0.65 GiB resident on a CPU)
+CRD_FILE = "kubeflow_tfjob_crd.yaml"
+CRD_SOURCE = "kubeflow/training-operator v1.9.0, manifests/base/crds/kubeflow.org_tfjobs.yaml"
+TFJOB_REPLICA_TYPES = ("Chief", "Master", "PS", "Worker", "Evaluator")
+RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
+
+
+# --------------------------------------------------------------------------- how many workers
+
+def _cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _available_bytes() -> int:
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
+def max_workers(cores: int | None = None, available_bytes: int | None = None) -> int:
+    """How many worker processes this machine starts: 2 per CPU core, 1 GiB each, 8 at most.
+
+    Each worker is a whole TensorFlow process (about 0.65 GiB resident, a few seconds of CPU to
+    start). Beyond two per core they mostly wait for each other; beyond the memory they swap or die.
+
+    Example:
+        >>> max_workers(cores=2, available_bytes=24 * GIB)
+        4
+        >>> max_workers(cores=64, available_bytes=3 * GIB)
+        3
+    """
+    cores = _cores() if cores is None else cores
+    available = _available_bytes() if available_bytes is None else available_bytes
+    high = 8  # helpers.params' rule for N_WORKERS
+    return int(max(0, min(high, WORKERS_PER_CORE * cores, available // WORKER_BYTES)))
+
+
+def check_workers(n_workers: Any, cores: int | None = None, available_bytes: int | None = None) -> int:
+    """Refuse an ``N_WORKERS`` this notebook cannot run, before any process starts; return it.
+
+    A cluster needs at least two workers; :func:`max_workers` says how many this machine starts.
+
+    Example:
+        >>> check_workers(2, cores=2, available_bytes=24 * GIB)
+        2
+        >>> check_workers(1, cores=2, available_bytes=24 * GIB)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: N_WORKERS=1 is not allowed in this notebook: use an integer from 2 to 4 (...).
+    """
+    params.validate({"N_WORKERS": n_workers})
+    cores = _cores() if cores is None else cores
+    available = _available_bytes() if available_bytes is None else available_bytes
+    high = max_workers(cores, available)
+    if n_workers < MIN_WORKERS or n_workers > high:
+        why = (f"a cluster needs at least {MIN_WORKERS} workers; this machine starts at most {high}: "
+               f"{WORKERS_PER_CORE} per CPU core on its {cores} cores, {WORKER_BYTES // GIB} GiB of memory each "
+               f"of its {available / GIB:.1f} GiB available, 8 at most")
+        allowed = f"an integer from {MIN_WORKERS} to {high}" if high >= MIN_WORKERS else "nothing on this machine"
+        raise ValueError(f"N_WORKERS={n_workers!r} is not allowed in this notebook: use {allowed} ({why}).")
+    return n_workers
+
+
+# --------------------------------------------------------------------------- ports and TF_CONFIG
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """`n` different TCP ports on `host` that nothing listens on right now (the system picks them).
+
+    Example:
+        >>> ports = free_ports(3)
+        >>> len(set(ports)) == 3 and all(1024 <= p <= 65535 for p in ports)
+        True
+    """
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 64:
+        raise ValueError(f"n={n!r}: use an integer from 1 to 64.")
+    sockets = []
+    try:
+        for _ in range(n):  # all open at once, so the system cannot hand out the same port twice
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True when a new server could listen on `port` now: no process holds it.
+
+    Like every server (gRPC included), the probe sets ``SO_REUSEADDR``: the closed connections a dead
+    worker leaves behind for a minute (TCP's TIME_WAIT) do not hold the port; a listening socket does.
+
+    Example:
+        >>> port_is_free(free_ports(1)[0])
+        True
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+            s.listen(1)
+        except OSError:
+            return False
+    return True
+
+
+def tf_config(hosts: Sequence[str], index: int, task_type: str = "worker") -> dict[str, Any]:
+    """The ``TF_CONFIG`` of worker `index` in a cluster of `hosts` (``"host:port"`` each), as a dict.
+
+    Example:
+        >>> tf_config(["10.0.0.1:2222", "10.0.0.2:2222"], 1)
+        {'cluster': {'worker': ['10.0.0.1:2222', '10.0.0.2:2222']}, 'task': {'type': 'worker', 'index': 1}}
+    """
+    hosts = list(hosts)
+    if not hosts or not all(isinstance(h, str) and re.fullmatch(r"[^\s:]+:\d+", h) for h in hosts):
+        raise ValueError(f"hosts={hosts!r}: use a non-empty list of 'host:port' strings.")
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(hosts):
+        raise ValueError(f"index={index!r}: use an integer from 0 to {len(hosts) - 1} (one per host).")
+    return {"cluster": {task_type: hosts}, "task": {"type": task_type, "index": index}}
+
+
+def worker_devices(gpu_count: int, n_workers: int) -> tuple[list[dict[str, str]], str, str]:
+    """Each worker's environment, the all-reduce implementation, and a sentence that says why.
+
+    * ``gpu_count >= n_workers``: one GPU per worker (``CUDA_VISIBLE_DEVICES=i``) and NCCL, as on a
+      GPU cluster.
+    * fewer GPUs: every worker shares GPU 0 with memory growth on; NCCL wants one GPU per worker,
+      so the all-reduce goes through RING (gRPC).
+    * no GPU: every worker trains on its CPU; RING.
+
+    Example:
+        >>> envs, collective, _ = worker_devices(0, 2)
+        >>> envs, collective
+        ([{}, {}], 'RING')
+        >>> worker_devices(2, 2)[:2]
+        ([{'CUDA_VISIBLE_DEVICES': '0'}, {'CUDA_VISIBLE_DEVICES': '1'}], 'NCCL')
+    """
+    if not isinstance(gpu_count, int) or gpu_count < 0:
+        raise ValueError(f"gpu_count={gpu_count!r}: use an integer >= 0.")
+    if not isinstance(n_workers, int) or n_workers < 1:
+        raise ValueError(f"n_workers={n_workers!r}: use an integer >= 1.")
+    if gpu_count >= n_workers:
+        return ([{"CUDA_VISIBLE_DEVICES": str(i)} for i in range(n_workers)], "NCCL",
+                f"Each of the {n_workers} workers gets its own GPU (CUDA_VISIBLE_DEVICES=0 to {n_workers - 1}) and "
+                "the workers add up their gradients with NCCL, as on a GPU cluster.")
+    if gpu_count:
+        return ([{"CUDA_VISIBLE_DEVICES": "0", "TF_FORCE_GPU_ALLOW_GROWTH": "true"} for _ in range(n_workers)],
+                "RING",
+                f"The {n_workers} workers share GPU 0 ({gpu_count} GPU(s) for {n_workers} workers), each taking only "
+                "the memory it needs (memory growth). NCCL wants one GPU per worker, so the gradients travel "
+                "through RING, TensorFlow's all-reduce over gRPC.")
+    return ([{} for _ in range(n_workers)], "RING",
+            f"No GPU: each of the {n_workers} workers trains on the CPU, and the gradients travel through RING, "
+            "TensorFlow's all-reduce over gRPC (what machines without a fast GPU interconnect use too).")
+
+
+# --------------------------------------------------------------------------- worker processes
+
+_LIVE: set[LocalCluster] = set()
+_LIVE_LOCK = threading.Lock()
+
+# Linux: the worker gets SIGKILL when the process that started it dies, even by SIGKILL (a killed or
+# restarted kernel), through prctl(PR_SET_PDEATHSIG); then the launcher becomes the worker (execv).
+_LAUNCHER = """import ctypes, os, signal, sys
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+except (OSError, AttributeError):
+    pass
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(0)
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+
+def _stop_all() -> None:
+    with _LIVE_LOCK:
+        clusters = list(_LIVE)
+    for cluster in clusters:
+        cluster.stop()
+
+
+atexit.register(_stop_all)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the worker leads its own process group
+    except (ProcessLookupError, PermissionError, AttributeError):
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass
+
+
+def _reap(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:  # not even SIGKILL ended it in time (a process stuck in the kernel)
+        pass
+
+
+class LocalCluster:
+    """Worker processes on this machine, one per ``TF_CONFIG``, each writing its own log file.
+
+    Use it as a context manager: every worker is stopped with SIGKILL when the block ends, however it
+    ends (an exception, a KeyboardInterrupt from "Interrupt kernel"). Workers still running when the
+    Python that started them exits are stopped by an ``atexit`` hook, and on Linux they also die with
+    it when it is killed (``prctl(PR_SET_PDEATHSIG)``): no orphan keeps a port or a core busy.
+
+    Args:
+        script: the worker's Python file.
+        tf_configs: one ``TF_CONFIG`` dict per worker (None: start without ``TF_CONFIG``).
+        args: command-line arguments for every worker (each converted with ``str``).
+        env: extra environment, one dict for all workers or one per worker.
+        log_dir: folder for ``worker-<i>.log`` (created; earlier logs are overwritten).
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (folder / "hello.py").write_text("import os; print('hello from', os.environ['TF_CONFIG'][:12])")
+        >>> with LocalCluster(folder / "hello.py", [{"task": 0}, {"task": 1}], log_dir=folder) as cluster:
+        ...     codes = cluster.wait(timeout=60)
+        >>> codes, cluster.log(1).strip()
+        ([0, 0], 'hello from {"task": 1}')
+    """
+
+    def __init__(self, script: str | os.PathLike[str], tf_configs: Sequence[Mapping[str, Any] | None],
+                 args: Sequence[Any] = (), env: Mapping[str, str] | Sequence[Mapping[str, str]] | None = None,
+                 log_dir: str | os.PathLike[str] | None = None, python: str | None = None) -> None:
+        self.script = Path(script)
+        if not self.script.is_file():
+            raise ValueError(f"script={str(script)!r}: no such file. Write it first (for example with %%writefile).")
+        self.tf_configs = list(tf_configs)
+        if not self.tf_configs:
+            raise ValueError("tf_configs is empty: pass one TF_CONFIG dict (or None) per worker.")
+        if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
+            raise ValueError(f"args={args!r}: use a list of command-line arguments.")
+        self.args = [str(a) for a in args]
+        if env is None or isinstance(env, Mapping):
+            self.envs = [dict(env or {}) for _ in self.tf_configs]
+        else:
+            self.envs = [dict(e) for e in env]
+            if len(self.envs) != len(self.tf_configs):
+                raise ValueError(f"env has {len(self.envs)} entries for {len(self.tf_configs)} workers: pass one "
+                                 "dict for all, or one per worker.")
+        self.log_dir = Path(log_dir) if log_dir is not None else self.script.parent / "logs"
+        self.python = python or sys.executable
+        self.procs: list[subprocess.Popen] = []
+        self.started: list[float] = []  # each process's creation time (psutil), to tell it from a reused pid
+        self.how_ended: dict[int, str] = {}
+        self._offsets: dict[int, int] = {}
+        self._text: dict[int, str] = {}
+
+    # -- starting and stopping
+    def start(self) -> LocalCluster:
+        """Start every worker (each in its own process group); return self."""
+        import psutil
+
+        if self.procs:
+            raise RuntimeError("this cluster has started already: make a new LocalCluster to run again.")
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        linux = sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread()
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        try:
+            for index, (config, extra) in enumerate(zip(self.tf_configs, self.envs, strict=True)):
+                overrides: dict[str, str | None] = {"PYTHONUNBUFFERED": "1", **extra}
+                overrides["TF_CONFIG"] = None if config is None else json.dumps(config)
+                command = [self.python, str(self.script), *self.args]
+                if linux:
+                    command = [self.python, "-c", _LAUNCHER, str(os.getpid()), *command]
+                with open(self.log_path(index), "wb") as log:
+                    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            env=children.child_environ(overrides), cwd=str(ROOT),
+                                            start_new_session=True)
+                self.procs.append(proc)
+                try:
+                    self.started.append(psutil.Process(proc.pid).create_time())
+                except psutil.NoSuchProcess:
+                    self.started.append(0.0)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def kill(self, index: int) -> None:
+        """SIGKILL worker `index` (and anything it started) now, as when its machine loses power."""
+        proc = self._proc(index)
+        if proc.poll() is None:
+            _kill_group(proc)
+            self.how_ended[index] = "killed (SIGKILL)"
+        _reap(proc)
+
+    def stop(self) -> None:
+        """SIGKILL every worker still running and reap them all. Safe to call more than once."""
+        for index, proc in enumerate(self.procs):
+            if proc.poll() is None:
+                _kill_group(proc)
+                self.how_ended.setdefault(index, "stopped (SIGKILL)")
+        for proc in self.procs:
+            _reap(proc)
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- waiting
+    def wait(self, timeout: float) -> list[int | None]:
+        """Wait at most `timeout` seconds in all for every worker to end; SIGKILL those still running.
+
+        Returns each worker's exit code (negative: the signal that ended it, -9 for SIGKILL).
+        """
+        if not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ValueError(f"timeout={timeout!r}: use a positive number of seconds.")
+        deadline = time.monotonic() + timeout
+        for index, proc in enumerate(self.procs):
+            try:
+                proc.wait(timeout=max(0.01, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                self.how_ended[index] = f"still running after {timeout:.0f} s: stopped (SIGKILL)"
+                _reap(proc)
+        return self.exit_codes
+
+    def wait_for(self, index: int, pattern: str, timeout: float, poll: float = 0.01) -> bool:
+        """Wait until worker `index` writes a line matching the regular expression `pattern`.
+
+        Returns True when it did, False when the worker ended first or `timeout` seconds passed.
+        """
+        regex = re.compile(pattern)
+        proc = self._proc(index)
+        deadline = time.monotonic() + timeout
+        while True:
+            if regex.search(self.log(index)):
+                return True
+            if proc.poll() is not None:
+                return bool(regex.search(self.log(index)))
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(poll)
+
+    # -- reading
+    @property
+    def exit_codes(self) -> list[int | None]:
+        return [proc.poll() for proc in self.procs]
+
+    @property
+    def pids(self) -> list[int]:
+        return [proc.pid for proc in self.procs]
+
+    @property
+    def processes(self) -> list[dict[str, float]]:
+        """``{"pid", "started"}`` of each worker: enough to tell later whether that very process lives."""
+        return [{"pid": proc.pid, "started": started} for proc, started in zip(self.procs, self.started, strict=True)]
+
+    def log_path(self, index: int) -> Path:
+        return self.log_dir / f"worker-{index}.log"
+
+    def log(self, index: int) -> str:
+        """Everything worker `index` wrote so far (stdout and stderr)."""
+        path = self.log_path(index)
+        offset = self._offsets.get(index, 0)
+        try:
+            with open(path, "rb") as f:
+                f.seek(offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return ""
+        self._offsets[index] = offset + len(chunk)
+        self._text[index] = self._text.get(index, "") + chunk.decode("utf-8", errors="replace")
+        return self._text[index]
+
+    def answers(self, index: int) -> list[dict[str, Any]]:
+        """The JSON objects worker `index` printed, one per line, in order."""
+        return json_lines(self.log(index))
+
+    def describe(self, index: int) -> str:
+        """How worker `index` is doing or how it ended, in words."""
+        code = self._proc(index).poll()
+        if index in self.how_ended:
+            return self.how_ended[index]
+        if code is None:
+            return "running"
+        if code < 0:
+            return f"ended by signal {signal.Signals(-code).name}"
+        return "finished (exit code 0)" if code == 0 else f"failed (exit code {code})"
+
+    def report(self, tail: int = 8) -> str:
+        """Each worker's fate and the last `tail` readable lines of its log."""
+        parts = []
+        for index in range(len(self.procs)):
+            lines = readable_log(self.log(index))
+            shown = lines[-tail:] if tail else lines
+            more = f"   ({len(lines) - len(shown)} earlier lines in {self.log_path(index).name})\n" \
+                if len(shown) < len(lines) else ""
+            parts.append(f"worker {index} (pid {self.procs[index].pid}): {self.describe(index)}\n{more}"
+                         + "\n".join(f"   {line}" for line in shown))
+        return "\n".join(parts)
+
+    def _proc(self, index: int) -> subprocess.Popen:
+        if not self.procs:
+            raise RuntimeError("the cluster has not started: use it in a `with` block, or call start().")
+        if not isinstance(index, int) or not 0 <= index < len(self.procs):
+            raise ValueError(f"index={index!r}: use a worker index from 0 to {len(self.procs) - 1}.")
+        return self.procs[index]
+
+
+def process_alive(pid: int, started: float) -> bool:
+    """True when the process `pid` created at time `started` (see :attr:`LocalCluster.processes`) lives.
+
+    Example:
+        >>> import os, psutil
+        >>> process_alive(os.getpid(), psutil.Process().create_time())
+        True
+    """
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        return abs(proc.create_time() - started) < 1e-3 and proc.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+# --------------------------------------------------------------------------- logs
+
+_CPP_LOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:")  # TensorFlow's C++ log (absl): E0000 00:00:1795.. file.cc:12] ...
+_NOISE = (re.compile(r"^WARNING: All log messages before absl::InitializeLog"),
+          re.compile(r"^To enable the following instructions"),
+          re.compile(r"^\s*$"))
+_RECORD_START = re.compile(r"^(worker \d|\{|Traceback|\S+\.py:\d+: \w*Warning)")
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit))(?::\s?(.*))?$")
+
+
+def _exception_summary(lines: list[str], i: int) -> str:
+    """The exception at line `i` (after a traceback) as one line: name, message, first line of detail."""
+    match = _EXCEPTION.match(lines[i])
+    name = match.group(1).rsplit(".", 1)[-1]
+    message = (match.group(2) or "").strip()
+    detail = ""
+    for follow in lines[i + 1:i + 40]:  # the first line that says what happened, if the message goes on
+        stripped = follow.strip()
+        if not stripped or follow[:1].isspace() or stripped.startswith(("Detected at node", "[[", "File ")):
+            continue
+        detail = stripped
+        break
+    return " ".join(p for p in (f"{name}:", message, detail) if p).rstrip(":")
+
+
+def readable_log(text: str) -> list[str]:
+    """A worker's log as a learner wants to read it: its own lines, and each error in one line.
+
+    TensorFlow's C++ log records (with their continuation lines) and start-up chatter are dropped;
+    a Python traceback becomes the exception's name and message (module path removed) and the first
+    line that says what happened.
+
+    Example:
+        >>> log = ("I0000 00:00:1.0 port.cc:153] oneDNN custom operations are on.\\nworker 0: epoch 1 started\\n"
+        ...        "E0000 00:00:2.0 ring_alg.cc:291] Aborting RingReduce\\n/job:worker/replica:0/task:1\\n"
+        ...        "Traceback (most recent call last):\\n  File \\"w.py\\", line 3, in <module>\\n"
+        ...        "tensorflow.python.framework.errors_impl.UnavailableError: Graph execution error:\\n\\n"
+        ...        "Collective ops is aborted: peer lost\\n")
+        >>> readable_log(log)
+        ['worker 0: epoch 1 started', 'UnavailableError: Graph execution error: Collective ops is aborted: peer lost']
+    """
+    lines = text.splitlines()
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("Traceback (most recent call last)"):
+            i += 1
+            while i < len(lines) and not _EXCEPTION.match(lines[i]):
+                i += 1
+            if i == len(lines):
+                out.append("(a Python error; its message is cut off)")
+                break
+            out.append(_exception_summary(lines, i))
+            i += 1
+            while i < len(lines) and not lines[i].startswith("worker "):  # the rest of the message
+                i += 1
+            continue
+        if _CPP_LOG.match(line):
+            i += 1
+            while i < len(lines) and not (_CPP_LOG.match(lines[i]) or _RECORD_START.match(lines[i])):
+                i += 1  # the record's continuation lines
+            continue
+        if not any(p.search(line) for p in _NOISE):
+            out.append(line.rstrip())
+        i += 1
+    return out
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    """The JSON objects in `text`, one per line (other lines are skipped).
+
+    Example:
+        >>> json_lines('worker 0: hello\\n{"epoch": 1, "loss": 0.5}\\n{not json\\n')
+        [{'epoch': 1, 'loss': 0.5}]
+    """
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                found.append(value)
+    return found
+
+
+# --------------------------------------------------------------------------- Kubernetes manifests
+
+def _worker_container(name: str, image: str, args: Sequence[str], port: int, gpus: int,
+                      env: list[dict[str, Any]], port_name: str) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": name, "image": image, "args": [str(a) for a in args]}
+    if env:
+        container["env"] = env
+    container["ports"] = [{"name": port_name, "containerPort": port}]
+    container["volumeMounts"] = [{"name": "checkpoints", "mountPath": "/checkpoints"}]
+    if gpus:
+        container["resources"] = {"limits": {"nvidia.com/gpu": gpus}}
+    return container
+
+
+def _check_manifest_args(name: str, n_workers: int, port: int, gpus: int) -> None:
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?", name):
+        raise ValueError(f"name={name!r}: use lower-case letters, digits and '-', at most 42 characters "
+                         "(a DNS label, with room for the pod index).")
+    if not isinstance(n_workers, int) or isinstance(n_workers, bool) or not 1 <= n_workers <= 1000:
+        raise ValueError(f"n_workers={n_workers!r}: use an integer from 1 to 1000.")
+    if not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ValueError(f"port={port!r}: use a TCP port from 1 to 65535.")
+    if not isinstance(gpus, int) or gpus < 0:
+        raise ValueError(f"gpus={gpus!r}: use an integer >= 0 (GPUs per worker).")
+
+
+def worker_hosts(name: str, n_workers: int, port: int = 2222, service: str | None = None) -> list[str]:
+    """The ``host:port`` of each pod of Indexed Job `name` behind headless Service `service`.
+
+    Example:
+        >>> worker_hosts("tf-train", 2)
+        ['tf-train-0.tf-train:2222', 'tf-train-1.tf-train:2222']
+    """
+    service = service or name
+    return [f"{name}-{i}.{service}:{port}" for i in range(n_workers)]
+
+
+def indexed_job(name: str, image: str, n_workers: int, args: Sequence[str] = (), port: int = 2222,
+                gpus: int = 1, storage: str = "1Gi") -> list[dict[str, Any]]:
+    """The manifests that run the worker script as an Indexed Job on Kubernetes, in apply order.
+
+    * a ``PersistentVolumeClaim`` for the checkpoints, which every pod mounts (``ReadWriteMany``);
+    * a headless ``Service`` (``clusterIP: None``): DNS gives each pod the name
+      ``<name>-<index>.<name>``, so the workers find each other;
+    * a ``Job`` with ``completionMode: Indexed``: pod ``i`` gets ``JOB_COMPLETION_INDEX=i``, and the
+      worker script builds its ``TF_CONFIG`` from that index and ``WORKER_HOSTS``. A worker that
+      fails restarts in place (``restartPolicy: OnFailure``) and resumes from the last checkpoint.
+
+    Example:
+        >>> [d["kind"] for d in indexed_job("tf-train", "example.org/tf-worker:1", 2)]
+        ['PersistentVolumeClaim', 'Service', 'Job']
+    """
+    _check_manifest_args(name, n_workers, port, gpus)
+    labels = {"app": name}
+    env = [
+        {"name": "WORKER_HOSTS", "value": ",".join(worker_hosts(name, n_workers, port))},
+        {"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
+            "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},
+    ]
+    claim = {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": f"{name}-checkpoints", "labels": labels},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": storage}}},
+    }
+    service = {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"clusterIP": "None", "selector": labels,
+                 "ports": [{"name": "grpc", "port": port, "targetPort": port}]},
+    }
+    job = {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": n_workers,
+            "parallelism": n_workers,
+            "backoffLimit": 4 * n_workers,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "subdomain": name,
+                    "restartPolicy": "OnFailure",
+                    "containers": [_worker_container("worker", image, args, port, gpus, env, "grpc")],
+                    "volumes": [{"name": "checkpoints", "persistentVolumeClaim": {"claimName": f"{name}-checkpoints"}}],
+                },
+            },
+        },
+    }
+    return [claim, service, job]
+
+
+def tfjob(name: str, image: str, n_workers: int, args: Sequence[str] = (), port: int = 2222,
+          gpus: int = 1) -> dict[str, Any]:
+    """A Kubeflow ``TFJob`` that runs the same workers; the training operator writes each ``TF_CONFIG``.
+
+    The operator needs the container to be called ``tensorflow`` and reads its port ``tfjob-port``.
+
+    Example:
+        >>> tfjob("tf-train", "example.org/tf-worker:1", 2)["spec"]["tfReplicaSpecs"]["Worker"]["replicas"]
+        2
+    """
+    _check_manifest_args(name, n_workers, port, gpus)
+    return {
+        "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runPolicy": {"backoffLimit": 4 * n_workers, "cleanPodPolicy": "Running"},
+            "tfReplicaSpecs": {"Worker": {
+                "replicas": n_workers,
+                "restartPolicy": "OnFailure",
+                "template": {"spec": {
+                    "containers": [_worker_container("tensorflow", image, args, port, gpus, [], "tfjob-port")],
+                    "volumes": [{"name": "checkpoints", "persistentVolumeClaim": {"claimName": f"{name}-checkpoints"}}],
+                }},
+            }},
+        },
+    }
+
+
+def to_yaml(docs: dict[str, Any] | Sequence[dict[str, Any]]) -> str:
+    """Manifests as one YAML text, documents separated by ``---`` (what ``kubectl apply -f`` reads).
+
+    Example:
+        >>> print(to_yaml({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}}))
+        apiVersion: v1
+        kind: Service
+        metadata:
+          name: x
+        <BLANKLINE>
+    """
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        def ignore_aliases(self, data: Any) -> bool:  # write shared dicts out in full, no &id001 anchors
+            return True
+
+    docs = [docs] if isinstance(docs, Mapping) else list(docs)
+    return "---\n".join(yaml.dump(d, Dumper=Dumper, sort_keys=False, default_flow_style=False, width=120)
+                         for d in docs)
+
+
+# --------------------------------------------------------------------------- schemas and checks
+
+def _manifest_sha256(name: str) -> str | None:
+    path = data.DATA_DIR / "MANIFEST"
+    if not path.exists():
+        return None
+    for line in path.read_text().splitlines():
+        parts = line.split(maxsplit=1)
+        if len(parts) == 2 and parts[1].strip().lstrip("*") == name:
+            return parts[0]
+    return None
+
+
+def load_tfjob_crd(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The Kubeflow ``TFJob`` CustomResourceDefinition shipped in ``data/``, checked against its sha256.
+
+    Example:
+        >>> load_tfjob_crd()["spec"]["names"]["kind"]
+        'TFJob'
+    """
+    import yaml
+
+    path = Path(path) if path is not None else data.DATA_DIR / CRD_FILE
+    expected = _manifest_sha256(CRD_FILE)
+    if not path.exists():
+        raise data.DataIntegrityError(f"{path} is missing: restore data/ from the repository (git checkout data/).")
+    if expected is None:
+        raise data.DataIntegrityError(f"{CRD_FILE} has no entry in {data.DATA_DIR / 'MANIFEST'}.")
+    actual = data.sha256(path)
+    if actual != expected:
+        raise data.DataIntegrityError(f"{path} does not match its sha256 in MANIFEST (expected {expected[:12]}..., "
+                                      f"got {actual[:12]}...): restore it with `git checkout data/`.")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    with open(path) as f:
+        return yaml.load(f, Loader=loader)  # noqa: S506  (a safe loader, the C one when there is one)
+
+
+def crd_schema(crd: Mapping[str, Any], version: str = "v1") -> dict[str, Any]:
+    """The ``openAPIV3Schema`` of `version` in a CustomResourceDefinition.
+
+    Example:
+        >>> sorted(crd_schema(load_tfjob_crd())["properties"])
+        ['apiVersion', 'kind', 'metadata', 'spec', 'status']
+    """
+    for entry in crd.get("spec", {}).get("versions", []):
+        if entry.get("name") == version:
+            return entry["schema"]["openAPIV3Schema"]
+    names = [v.get("name") for v in crd.get("spec", {}).get("versions", [])]
+    raise ValueError(f"version={version!r}: this CRD defines {names}.")
+
+
+def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of an OpenAPI schema that refuses unknown fields (``additionalProperties: false``).
+
+    Wherever a schema lists ``properties`` and says nothing about others, others become errors,
+    as ``kubectl apply`` treats them by default (server-side field validation), where plain JSON
+    Schema lets them pass. Schemas marked
+    ``x-kubernetes-preserve-unknown-fields`` keep accepting anything.
+
+    Example:
+        >>> strict_schema({"type": "object", "properties": {"a": {"type": "integer"}}})["additionalProperties"]
+        False
+    """
+    def walk(node: Any) -> Any:
+        if not isinstance(node, Mapping):
+            return node
+        out = dict(node)
+        if isinstance(node.get("properties"), Mapping):
+            out["properties"] = {name: walk(sub) for name, sub in node["properties"].items()}
+            if "additionalProperties" not in node and not node.get("x-kubernetes-preserve-unknown-fields"):
+                out["additionalProperties"] = False
+        if isinstance(node.get("additionalProperties"), Mapping):
+            out["additionalProperties"] = walk(node["additionalProperties"])
+        if isinstance(node.get("items"), Mapping):
+            out["items"] = walk(node["items"])
+        for key in ("anyOf", "allOf", "oneOf"):
+            if isinstance(node.get(key), list):
+                out[key] = [walk(sub) for sub in node[key]]
+        return out
+
+    return walk(copy.deepcopy(dict(schema)))
+
+
+def schema_errors(doc: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    """Every place where `doc` breaks JSON Schema `schema`, as ``path: message`` lines.
+
+    Example:
+        >>> schema_errors({"a": "x"}, {"type": "object", "properties": {"a": {"type": "integer"}}})
+        ["a: 'x' is not of type 'integer'"]
+    """
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
+    return [f"{'.'.join(str(p) for p in e.absolute_path) or '(top)'}: {e.message}" for e in errors]
+
+
+def kubernetes_versions() -> list[str]:
+    """The Kubernetes versions whose schemas ``kubernetes-validate`` bundles (``major.minor``).
+
+    Example:
+        >>> "1.25" in kubernetes_versions()
+        True
+    """
+    import kubernetes_validate.utils as kv
+
+    return sorted({kv.major_minor(v) for v in kv.all_versions()}, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
+def kubernetes_errors(doc: Mapping[str, Any], versions: Sequence[str] | None = None,
+                      strict: bool = True) -> list[str]:
+    """What ``kubernetes-validate`` finds wrong with `doc` against each of `versions` (default: all).
+
+    An error that holds for several versions is listed once, with their range. A kind it has no
+    schema for (a custom resource such as ``TFJob``) is an error here, not a silent pass.
+
+    Example:
+        >>> kubernetes_errors({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"},
+        ...                    "spec": {"clusterIP": "None", "ports": [{"port": 2222}]}}, ["1.30"])
+        []
+    """
+    import kubernetes_validate
+
+    found: dict[str, list[str]] = {}
+    for version in versions or kubernetes_versions():
+        try:
+            kubernetes_validate.validate(dict(doc), version, strict=strict)
+        except kubernetes_validate.ValidationError as error:
+            path = ".".join(str(p) for p in error.path) or "(top)"
+            found.setdefault(f"{path}: {error.message}", []).append(version)
+        except kubernetes_validate.SchemaNotFoundError as error:
+            return [f"no schema: {error.message}"]
+    return [f"Kubernetes {v[0] if len(v) == 1 else f'{v[0]} to {v[-1]}'}: {message}" for message, v in found.items()]
+
+
+def _labels_match(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def consistency_errors(docs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the schemas cannot see: the parts of the manifests that must agree with each other.
+
+    For an Indexed Job and its headless Service: ``completionMode`` is ``Indexed``, completions equal
+    parallelism equal the number of ``WORKER_HOSTS``, each host is ``<job>-<i>.<service>:<port>`` in
+    index order, the Service is headless, selects the Job's pods and serves the container's port,
+    and the pods' ``subdomain`` is the Service. For a ``TFJob``: known replica types, a known
+    ``restartPolicy``, and a container named ``tensorflow``. Every volume claim must be declared.
+
+    Example:
+        >>> consistency_errors(indexed_job("tf-train", "example.org/tf-worker:1", 2))
+        []
+    """
+    errors: list[str] = []
+    services = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "Service"}
+    claims = {d["metadata"]["name"] for d in docs if d.get("kind") == "PersistentVolumeClaim"}
+    for doc in docs:
+        kind, name = doc.get("kind"), doc.get("metadata", {}).get("name", "?")
+        if kind == "Job":
+            spec = doc.get("spec", {})
+            pod = spec.get("template", {}).get("spec", {})
+            labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
+            where = f"Job {name}"
+            if spec.get("completionMode") != "Indexed":
+                errors.append(f"{where}: completionMode is {spec.get('completionMode')!r}, not 'Indexed': the pods get "
+                              "no JOB_COMPLETION_INDEX, so no worker knows its place in TF_CONFIG.")
+            if spec.get("completions") != spec.get("parallelism"):
+                errors.append(f"{where}: completions {spec.get('completions')} != parallelism "
+                              f"{spec.get('parallelism')}: every worker must run at the same time.")
+            if pod.get("restartPolicy") not in ("OnFailure", "Never"):
+                errors.append(f"{where}: a Job's restartPolicy must be OnFailure or Never.")
+            service = services.get(pod.get("subdomain", ""))
+            if service is None:
+                errors.append(f"{where}: subdomain {pod.get('subdomain')!r} is not the name of a Service here, so the "
+                              "pods get no DNS names.")
+            for container in pod.get("containers", []):
+                env = {e.get("name"): e.get("value") for e in container.get("env", [])}
+                ports = [p.get("containerPort") for p in container.get("ports", [])]
+                hosts = (env.get("WORKER_HOSTS") or "").split(",") if env.get("WORKER_HOSTS") else []
+                if len(hosts) != spec.get("completions"):
+                    errors.append(f"{where}: WORKER_HOSTS lists {len(hosts)} hosts for {spec.get('completions')} "
+                                  "completions.")
+                if service is not None and ports:
+                    expected = worker_hosts(name, len(hosts), ports[0], service["metadata"]["name"])
+                    if hosts and hosts != expected:
+                        errors.append(f"{where}: WORKER_HOSTS should be {','.join(expected)} (pod DNS names in index "
+                                      f"order), not {','.join(hosts)}.")
+            if service is not None:
+                sspec = service.get("spec", {})
+                if sspec.get("clusterIP") != "None":
+                    errors.append(f"Service {service['metadata']['name']}: clusterIP must be 'None' (headless), so "
+                                  "that DNS names each pod.")
+                if not _labels_match(sspec.get("selector", {}), labels):
+                    errors.append(f"Service {service['metadata']['name']}: its selector {sspec.get('selector')} does "
+                                  f"not select the Job's pods (labels {labels}).")
+                served = {p.get("targetPort", p.get("port")) for p in sspec.get("ports", [])}
+                wanted = {p.get("containerPort") for c in pod.get("containers", []) for p in c.get("ports", [])}
+                if not wanted <= served:
+                    errors.append(f"Service {service['metadata']['name']}: serves ports {sorted(served)}, the workers "
+                                  f"listen on {sorted(wanted)}.")
+            errors += _claim_errors(where, pod, claims)
+        elif kind == "TFJob":
+            where = f"TFJob {name}"
+            specs = doc.get("spec", {}).get("tfReplicaSpecs", {})
+            for replica_type, replica in specs.items():
+                if replica_type not in TFJOB_REPLICA_TYPES:
+                    errors.append(f"{where}: replica type {replica_type!r} is unknown: use one of "
+                                  f"{', '.join(TFJOB_REPLICA_TYPES)}.")
+                if replica.get("restartPolicy", "Never") not in RESTART_POLICIES:
+                    errors.append(f"{where}: restartPolicy {replica.get('restartPolicy')!r} is unknown: use one of "
+                                  f"{', '.join(RESTART_POLICIES)}.")
+                containers = replica.get("template", {}).get("spec", {}).get("containers", [])
+                if "tensorflow" not in [c.get("name") for c in containers]:
+                    errors.append(f"{where}: {replica_type} needs a container named 'tensorflow' (the operator "
+                                  "gives that one its TF_CONFIG and port).")
+    return errors
+
+
+def _claim_errors(where: str, pod: Mapping[str, Any], claims: set[str]) -> list[str]:
+    errors = []
+    for volume in pod.get("volumes", []):
+        claim = volume.get("persistentVolumeClaim", {}).get("claimName")
+        if claim is not None and claims and claim not in claims:
+            errors.append(f"{where}: volume {volume.get('name')!r} uses claim {claim!r}, which is not declared here.")
+    return errors
+
+
+def manifest_errors(docs: Sequence[Mapping[str, Any]], crd: Mapping[str, Any] | None = None,
+                    versions: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """Every check on a set of manifests: ``{"kind/name": [errors]}`` (an empty list: valid).
+
+    Built-in kinds go through ``kubernetes-validate`` (strict, every bundled version); a ``TFJob``
+    through the CRD's schema made strict; then :func:`consistency_errors` on the whole set.
+
+    Example:
+        >>> manifest_errors(indexed_job("tf-train", "example.org/tf-worker:1", 2), versions=["1.33"])
+        {'persistentvolumeclaim/tf-train-checkpoints': [], 'service/tf-train': [], 'job/tf-train': []}
+    """
+    report: dict[str, list[str]] = {}
+    schema = None
+    for doc in docs:
+        key = f"{doc.get('kind', '?').lower()}/{doc.get('metadata', {}).get('name', '?')}"
+        if doc.get("kind") == "TFJob":
+            if schema is None:
+                schema = strict_schema(crd_schema(crd if crd is not None else load_tfjob_crd()))
+            report[key] = schema_errors(doc, schema)
+        else:
+            report[key] = kubernetes_errors(doc, versions)
+    for error in consistency_errors(docs):
+        kind, name = error.split(":", 1)[0].split(" ", 1)
+        report.setdefault(f"{kind.lower()}/{name}", []).append(error)
+    return report
+
+
+# --------------------------------------------------------------------------- Docker
+
+def dockerfile(tf_version: str, script: str = "worker.py", data_file: str = "fashion_mnist_subset.npz",
+               keras_version: str | None = None, port: int = 2222) -> str:
+    """A Dockerfile that runs the worker script on TensorFlow's official GPU image.
+
+    Example:
+        >>> dockerfile("2.21.0").splitlines()[0]
+        'FROM tensorflow/tensorflow:2.21.0-gpu'
+    """
+    if not isinstance(tf_version, str) or not re.fullmatch(r"\d+\.\d+\.\d+", tf_version):
+        raise ValueError(f"tf_version={tf_version!r}: use a release such as '2.21.0' (pinned, never 'latest').")
+    keras = f"RUN python -m pip install --no-cache-dir keras=={keras_version}\n" if keras_version else ""
+    return (f"FROM tensorflow/tensorflow:{tf_version}-gpu\n"
+            f"{keras}"
+            "WORKDIR /app\n"
+            f"COPY {script} {data_file} /app/\n"
+            "ENV PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=2\n"
+            f"EXPOSE {port}\n"
+            f'ENTRYPOINT ["python", "/app/{script}"]\n'
+            f'CMD ["--data", "/app/{data_file}", "--checkpoints", "/checkpoints"]\n')
+
+
+_INSTRUCTIONS = {"FROM", "RUN", "CMD", "LABEL", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT", "VOLUME", "USER",
+                 "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL", "MAINTAINER"}
+
+
+def _instructions(text: str) -> list[tuple[str, str]]:
+    joined = re.sub(r"\\\n", " ", text)
+    out = []
+    for line in joined.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        word, _, rest = line.partition(" ")
+        out.append((word.upper(), rest.strip()))
+    return out
+
+
+def dockerfile_problems(text: str, tf_version: str, context: str | os.PathLike[str] | None = None,
+                        script: str = "worker.py") -> list[str]:
+    """What keeps a Dockerfile from running the worker script on the pinned TensorFlow GPU image.
+
+    Checks the instructions are known; ``FROM tensorflow/tensorflow:<tf_version>-gpu`` (pinned, the
+    course's version); nothing reinstalls TensorFlow (that would replace the image's GPU build); the
+    ``ENTRYPOINT``/``CMD`` are exec-form JSON arrays (so signals reach Python) and run `script`;
+    every ``COPY`` source exists in the build `context` folder when one is given.
+
+    Example:
+        >>> dockerfile_problems(dockerfile("2.21.0"), "2.21.0")
+        []
+        >>> broken = "FROM tensorflow/tensorflow:latest-gpu\\nCMD python worker.py"
+        >>> for problem in dockerfile_problems(broken, "2.21.0"):
+        ...     print(problem[:62])
+        FROM 'tensorflow/tensorflow:latest-gpu': use tensorflow/tensor
+        CMD python worker.py: use the exec form, a JSON list such as [
+        No ENTRYPOINT or CMD runs worker.py.
+    """
+    problems: list[str] = []
+    steps = _instructions(text)
+    if not steps or steps[0][0] not in ("FROM", "ARG"):
+        problems.append("The first instruction must be FROM.")
+    wanted = f"tensorflow/tensorflow:{tf_version}-gpu"
+    bases = [rest.split()[0] for word, rest in steps if word == "FROM" and rest]
+    if not bases or bases[-1] != wanted:
+        problems.append(f"FROM {bases[-1] if bases else ''!r}: use {wanted} (TensorFlow's GPU image, pinned to the "
+                        "course's version).")
+    runs_script = False
+    for word, rest in steps:
+        if word not in _INSTRUCTIONS:
+            problems.append(f"{word}: not a Dockerfile instruction.")
+        elif word == "RUN" and re.search(r"pip3?\b.*\binstall\b.*\btensorflow(\[|[=<>~ ]|$)", rest):
+            problems.append(f"RUN {rest}: the image has TensorFlow with its GPU libraries; installing it again "
+                            "replaces them.")
+        elif word in ("ENTRYPOINT", "CMD"):
+            try:
+                command = json.loads(rest)
+                if not isinstance(command, list) or not all(isinstance(p, str) for p in command):
+                    raise ValueError
+            except ValueError:
+                problems.append(f"{word} {rest}: use the exec form, a JSON list such as "
+                                f"[\"python\", \"/app/{script}\"], so that the worker is PID 1 and receives the stop "
+                                "signal.")
+                continue
+            runs_script = runs_script or any(Path(p).name == script for p in command)
+        elif word in ("COPY", "ADD") and context is not None:
+            parts = [p for p in rest.split() if not p.startswith("--")]
+            for source in parts[:-1]:
+                if not (Path(context) / source).exists():
+                    problems.append(f"{word} {source}: no such file in the build context {context}.")
+    if not runs_script:
+        problems.append(f"No ENTRYPOINT or CMD runs {script}.")
+    return problems
+
+
+# --------------------------------------------------------------------------- what each check catches
+
+def all_checks(docs: Sequence[Mapping[str, Any]], crd: Mapping[str, Any] | None = None,
+               versions: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """The errors each kind of check finds in `docs`: lenient schemas, strict schemas, cross-checks.
+
+    *Lenient* is ``kubernetes-validate`` without ``strict`` and the CRD schema as shipped; *strict*
+    refuses unknown fields in both (see :func:`strict_schema`); *cross-checks* is
+    :func:`consistency_errors`.
+
+    Example:
+        >>> all_checks(indexed_job("tf-train", "example.org/tf-worker:1", 2), versions=["1.33"])
+        {'lenient schema': [], 'strict schema': [], 'cross-checks': []}
+    """
+    found: dict[str, list[str]] = {"lenient schema": [], "strict schema": [], "cross-checks": []}
+    schema = None
+    for doc in docs:
+        if doc.get("kind") == "TFJob":
+            schema = schema or crd_schema(crd if crd is not None else load_tfjob_crd())
+            found["lenient schema"] += schema_errors(doc, schema)
+            found["strict schema"] += schema_errors(doc, strict_schema(schema))
+        else:
+            found["lenient schema"] += kubernetes_errors(doc, versions, strict=False)
+            found["strict schema"] += kubernetes_errors(doc, versions, strict=True)
+    found["cross-checks"] = consistency_errors(docs)
+    return found
+
+
+def caught_table(caught: Mapping[str, Mapping[str, list[str]]], width: int = 110) -> str:
+    """A table of which check rejects which broken manifest, then the first error of each rejection.
+
+    Example:
+        >>> print(caught_table({"typo": {"lenient schema": [], "strict schema": ["spec: bad"]}}))
+        broken copy  lenient schema  strict schema
+        typo         passes          rejects
+        <BLANKLINE>
+        typo, strict schema: spec: bad
+    """
+    from helpers import tables
+
+    checks = list(next(iter(caught.values())))
+    rows = [["broken copy", *checks]]
+    rows += [[label, *("rejects" if found[c] else "passes" for c in checks)] for label, found in caught.items()]
+    lines = [tables.text_table(rows), ""]
+    for label, found in caught.items():
+        for check in checks:
+            if found[check]:
+                first = f"{label}, {check}: {found[check][0]}"
+                lines.append(first if len(first) <= width else first[:width - 3] + "...")
+    return "\n".join(lines)
+
+
+def restart_reading(losses: Mapping[str, Sequence[Sequence[float]]], killed_at_epoch: int, resumed_from_epoch: int,
+                    optimizer_step: int, steps_per_epoch: int, checksums: Sequence[float]) -> str:
+    """Sentences that read the restart from what was measured: what came back, what was lost, the weights.
+
+    `losses` maps ``"run 1"`` and ``"run 2"`` to ``(epoch, mean loss)`` pairs of the chief.
+
+    Example:
+        >>> print(restart_reading({"run 1": [(1, 0.9), (2, 0.6)], "run 2": [(3, 0.5), (4, 0.45)]},
+        ...                       3, 2, 80, 40, [12.5, 12.5]))  # doctest: +NORMALIZE_WHITESPACE
+        Run 2 restored 2 finished epochs and the optimizer's step count, 80 = 2 x 40 steps, then trained
+        epochs 3 to 4. Lost to the crash: half of epoch 3, the part done before the kill. The first epoch after
+        the restart has a mean loss of 0.500, below run 1's first epoch (0.900): training went on from the
+        checkpoint instead of starting over. Both workers end with identical weights (sum of |w| = 12.500000 on
+        each): every step applied the same all-reduced gradients.
+    """
+    run_1, run_2 = list(losses.get("run 1", [])), list(losses.get("run 2", []))
+    if not run_2:
+        return "Run 2 recorded no epoch: read the workers' logs above to see why."
+    first, last = int(run_2[0][0]), int(run_2[-1][0])
+    expected_step = resumed_from_epoch * steps_per_epoch
+    step_text = (f"and the optimizer's step count, {optimizer_step} = {resumed_from_epoch} x {steps_per_epoch} steps"
+                 if optimizer_step == expected_step else
+                 f"but the optimizer's step count came back as {optimizer_step}, not {expected_step}")
+    parts = [f"Run 2 restored {resumed_from_epoch} finished epochs {step_text}, then trained epochs {first} to {last}."]
+    lost_whole = killed_at_epoch - 1 - resumed_from_epoch
+    lost = f"half of epoch {killed_at_epoch}, the part done before the kill"
+    if lost_whole > 0:
+        lost += f", and {lost_whole} finished epoch(s) after the last checkpoint"
+    parts.append(f"Lost to the crash: {lost}.")
+    if run_1:
+        start = run_1[0][1]
+        relation = "below" if run_2[0][1] < start else "not below"
+        verdict = ("training went on from the checkpoint instead of starting over" if run_2[0][1] < start else
+                   "the restart does not look like a continuation: check that both runs used the same folder")
+        parts.append(f"The first epoch after the restart has a mean loss of {run_2[0][1]:.3f}, {relation} run 1's "
+                     f"first epoch ({start:.3f}): {verdict}.")
+    if checksums:
+        spread = max(checksums) - min(checksums)
+        who = "Both workers" if len(checksums) == 2 else f"All {len(checksums)} workers"
+        if spread <= 1e-6 * max(1.0, abs(max(checksums))):
+            parts.append(f"{who} end with identical weights (sum of |w| = {checksums[0]:.6f} on each): every step "
+                         "applied the same all-reduced gradients.")
+        else:
+            parts.append(f"The workers' weights differ (sums of |w| from {min(checksums):.6f} to "
+                         f"{max(checksums):.6f}): their updates were not the same.")
+    return " ".join(parts)

@@ -1,0 +1,372 @@
+"""Topic module of notebook 07 · Multi-GPU with MirroredStrategy.
+
+Plumbing only: ``MirroredStrategy``, ``strategy.scope()``, ``strategy.run``, ``strategy.reduce``,
+``experimental_distribute_dataset`` and ``tf.nn.compute_average_loss`` stay on the notebook's page.
+Here live the check of ``N_REPLICAS`` against what this machine can hold, made before TensorFlow
+starts (:func:`check_replicas`, :func:`visible_gpu_count`), the name of the all-reduce a strategy
+uses (:func:`all_reduce_name`), the sketch of data parallelism (:func:`sketch`), the scaling figure
+with NVIDIA's published points (:func:`scaling_figure`, :data:`PUBLISHED`) and the sentences that
+read the measurements, worded for logical CPUs, a split GPU or real GPUs (:func:`devices_reading`,
+:func:`throughput_reading`, :func:`scaling_reading`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from helpers import nvml as nvml_api
+
+MAX_SPLITS_PER_GPU = 8  # logical GPUs one physical GPU may become here
+MAX_REPLICAS_PER_CORE = 4  # logical CPUs per CPU core (they share the cores: past this only overhead grows)
+
+
+@dataclass(frozen=True)
+class Published:
+    """One multi-GPU training throughput measured and published by NVIDIA (weak scaling: per-GPU batch fixed)."""
+
+    gpus: int
+    gpu: str
+    precision: str
+    speedup: float
+
+    @property
+    def efficiency(self) -> float:
+        return self.speedup / self.gpus
+
+    @property
+    def label(self) -> str:
+        return f"{self.gpus}x {self.gpu} ({self.precision})"
+
+
+SOURCE = ("NVIDIA DeepLearningExamples, TensorFlow/Classification/ConvNets/resnet50v1.5/README.md, "
+          "training performance (TensorFlow 20.06-tf1 NGC container, XLA)")
+PUBLISHED = (
+    Published(8, "A100 40 GB", "TF32", 7.70),
+    Published(16, "V100 32 GB", "FP32", 15.05),
+)
+
+
+# --------------------------------------------------------------------------- N_REPLICAS, before TensorFlow starts
+def visible_gpu_count(nvml: Any | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """How many GPUs TensorFlow will see, counted without starting TensorFlow (NVML, ``CUDA_VISIBLE_DEVICES``).
+
+    NVML counts every NVIDIA GPU of the machine; ``CUDA_VISIBLE_DEVICES`` hides some from CUDA (an
+    empty value or ``-1`` hides all; CUDA reads the list up to its first invalid entry). Without a
+    driver the answer is 0.
+
+    Example:
+        >>> visible_gpu_count(environ={"CUDA_VISIBLE_DEVICES": "-1"})
+        0
+    """
+    environ = os.environ if environ is None else environ
+    count = len(nvml_api.readings(nvml))
+    if "CUDA_VISIBLE_DEVICES" not in environ:
+        return count
+    listed = 0
+    for entry in environ["CUDA_VISIBLE_DEVICES"].split(","):
+        entry = entry.strip()
+        if not entry or entry.startswith("-"):
+            break
+        listed += 1
+    return min(listed, count)
+
+
+def replica_limit(gpu_count: int, cpu_cores: int) -> int:
+    """The most replicas this notebook makes on `gpu_count` GPUs, or on `cpu_cores` cores without a GPU.
+
+    With GPUs: each may split into at most :data:`MAX_SPLITS_PER_GPU` logical GPUs (each part gets
+    its own slice of the card's memory; smaller slices leave too little for a model). Without a GPU:
+    :data:`MAX_REPLICAS_PER_CORE` logical CPUs per core (they share the cores, so more only adds
+    overhead and time).
+
+    Example:
+        >>> replica_limit(0, 2), replica_limit(1, 2), replica_limit(4, 2)
+        (8, 8, 32)
+    """
+    if gpu_count > 0:
+        return gpu_count * MAX_SPLITS_PER_GPU
+    return max(1, cpu_cores) * MAX_REPLICAS_PER_CORE
+
+
+def check_replicas(n_replicas: Any, gpu_count: int | None = None, cpu_cores: int | None = None,
+                   nvml: Any | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """Refuse an ``N_REPLICAS`` this machine cannot hold, before TensorFlow starts; return it.
+
+    * N or more GPUs: the first N are the replicas.
+    * 1 to N-1 GPUs: each GPU splits into N / GPUs logical GPUs, so N must be a multiple of the GPU
+      count, and at most :data:`MAX_SPLITS_PER_GPU` per GPU.
+    * no GPU: the CPU splits into N logical CPUs, at most :data:`MAX_REPLICAS_PER_CORE` per core.
+
+    `gpu_count` and `cpu_cores` default to what this machine has (:func:`visible_gpu_count`,
+    ``os.cpu_count()``).
+
+    Example:
+        >>> check_replicas(2, gpu_count=0, cpu_cores=2)
+        2
+        >>> check_replicas(3, gpu_count=2, cpu_cores=8)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: N_REPLICAS=3 is not allowed on this machine (2 GPUs): use at most 2, or a multiple of 2 up to 16 ...
+    """
+    if isinstance(n_replicas, bool) or not isinstance(n_replicas, int) or n_replicas < 1:
+        raise ValueError(f"N_REPLICAS={n_replicas!r} is not allowed: use an integer from 1 (one device, no "
+                         "parallelism) up to what this machine holds.")
+    gpus = visible_gpu_count(nvml, environ) if gpu_count is None else gpu_count
+    cores = (os.cpu_count() or 1) if cpu_cores is None else cpu_cores
+    limit = replica_limit(gpus, cores)
+    if gpus:
+        where = f"{gpus} GPU{'s' if gpus > 1 else ''}"
+        if n_replicas > gpus and (n_replicas % gpus or n_replicas > limit):
+            hint = f"at most {gpus}, or a multiple of {gpus} up to {limit}" if gpus > 1 else f"1 to {limit}"
+            raise ValueError(f"N_REPLICAS={n_replicas} is not allowed on this machine ({where}): use {hint} (each "
+                             f"GPU splits evenly into at most {MAX_SPLITS_PER_GPU} logical GPUs).")
+    elif n_replicas > limit:
+        raise ValueError(f"N_REPLICAS={n_replicas} is not allowed on this machine (no GPU, {cores} CPU cores): use 1 "
+                         f"to {limit} ({MAX_REPLICAS_PER_CORE} logical CPUs per core; they share the cores, so more "
+                         "replicas only add overhead).")
+    return n_replicas
+
+
+# --------------------------------------------------------------------------- devices and strategies
+def devices_reading(asked: int, devices: Sequence[str], kind: str, gpu_count: int) -> str:
+    """One sentence: which devices the replicas run on, and what to do when the kernel has fewer than asked.
+
+    Example:
+        >>> devices_reading(2, ["/device:CPU:0", "/device:CPU:1"], "CPU", 0)
+        '2 replicas on 2 logical CPUs, all on the same physical CPU: /device:CPU:0, /device:CPU:1.'
+    """
+    n = len(devices)
+    names = ", ".join(devices)
+    if kind == "CPU":
+        where = f"{n} logical CPU{'s' if n != 1 else ''}, all on the same physical CPU"
+    elif n > gpu_count:
+        where = f"{n} logical GPUs split from {gpu_count} physical GPU{'s' if gpu_count != 1 else ''}"
+    else:
+        where = f"{n} GPU{'s' if n != 1 else ''}, one replica each"
+    sentence = f"{n} replica{'s' if n != 1 else ''} on {where}: {names}."
+    if n < asked:
+        sentence += (f" N_REPLICAS is {asked}, but TensorFlow had already started in this kernel with {n} {kind} "
+                     f"device(s), and logical devices can only be made before it starts. The notebook goes on with "
+                     f"{n} replica(s); use Kernel > Restart and run all cells for {asked}.")
+    return sentence
+
+
+def all_reduce_name(strategy: Any) -> str:
+    """The cross-device all-reduce a ``MirroredStrategy`` uses, e.g. ``'CollectiveAllReduce (RING)'``.
+
+    TensorFlow 2.21 chooses collective ops: NCCL across physical GPUs, RING across CPUs or logical
+    GPUs. This reads the strategy's private fields, so it answers ``'unknown'`` if they change.
+
+    Example:
+        >>> all_reduce_name(object())
+        'unknown'
+    """
+    extended = getattr(strategy, "extended", None)
+    ops = getattr(extended, "_cross_device_ops", None)
+    if ops is None:
+        return "unknown"
+    name = type(ops).__name__
+    options = getattr(extended, "_communication_options", None)
+    implementation = getattr(options, "implementation", None)
+    kind = getattr(implementation, "name", None)
+    if kind and kind != "AUTO":
+        return f"{name} ({kind})"
+    return f"{name} (NCCL on GPUs)" if name == "CollectiveAllReduce" else name
+
+
+# --------------------------------------------------------------------------- figures
+def _light(colour: str) -> tuple[float, float, float, float]:
+    from matplotlib.colors import to_rgba
+
+    r, g, b, _ = to_rgba(colour)
+    return (r, g, b, 0.35)
+
+
+def sketch(replicas: int, global_batch: int, ax: Any = None) -> Any:
+    """Draw data parallelism: a global batch split across replicas, their gradients all-reduced.
+
+    Draws at most four replicas (three and the last one when there are more).
+
+    Example:
+        >>> ax = sketch(2, 128)
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyBboxPatch
+
+    if not isinstance(replicas, int) or replicas < 1 or not isinstance(global_batch, int) or global_batch < replicas:
+        raise ValueError(f"replicas={replicas!r}, global_batch={global_batch!r}: use integers with "
+                         "1 <= replicas <= global_batch.")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 4.2))
+    shown = list(range(replicas)) if replicas <= 4 else [0, 1, 2, replicas - 1]
+    width = 1.0 / len(shown)
+    per = global_batch // replicas
+
+    def box(x: float, y: float, w: float, h: float, text: str, colour: str) -> None:
+        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.01", facecolor=colour, edgecolor="0.3"))
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=9 if len(shown) <= 3 else 8)
+
+    def arrow(x0: float, y0: float, x1: float, y1: float) -> None:
+        ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops={"arrowstyle": "->", "color": "0.3"})
+
+    ax.text(0.5, 1.01, f"one step, global batch of {global_batch} examples", ha="center", fontsize=10, weight="bold")
+    for slot, index in enumerate(shown):
+        x = slot * width + 0.02
+        w = width - 0.04
+        box(x, 0.87, w, 0.1, f"slice {index}: {per} examples", _light(f"C{index % 10}"))
+        box(x, 0.55, w, 0.24, f"replica {index}: a full\ncopy of the model\nforward, backward -> g{index}", "white")
+        box(x, 0.04, w, 0.16, f"copy {index}: apply g\n(same update on all)", "white")
+        arrow(x + w / 2, 0.87, x + w / 2, 0.79)
+        arrow(x + w / 2, 0.55, x + w / 2, 0.47)
+        arrow(x + w / 2, 0.33, x + w / 2, 0.20)
+        if replicas > 4 and slot == 2:
+            ax.text(x + w + 0.02, 0.67, "...", fontsize=14, ha="center", va="center")
+    terms = " + ".join(f"g{i}" for i in range(replicas)) if replicas <= 4 else f"g0 + g1 + ... + g{replicas - 1}"
+    box(0.02, 0.33, 0.96, 0.14, f"all-reduce: every replica receives g = {terms}\n"
+        "(each g divided by the global batch, so g is the gradient of the whole batch's mean loss)", "#eeeeee")
+    ax.set(xlim=(0, 1), ylim=(0, 1.05))
+    ax.axis("off")
+    return ax
+
+
+def scaling_figure(replicas: int, speedup: float, strong_speedup: float | None = None, where: str = "this CPU",
+                   split: bool = False, published: Sequence[Published] = PUBLISHED) -> Any:
+    """Speed-up and scaling efficiency against the number of devices: this run beside NVIDIA's published runs.
+
+    Args:
+        replicas: the replicas of this run.
+        speedup: samples/s of `replicas` replicas over samples/s of one, per-replica batch fixed.
+        strong_speedup: the same with the global batch fixed (drawn as a second marker when given).
+        where: what this run was measured on, for the legend ("this CPU", "this GPU", "these 4 GPUs").
+        split: the replicas share one physical device: draw its ceiling (one device's throughput).
+        published: the published points to draw beside it.
+
+    Example:
+        >>> fig = scaling_figure(2, 1.4, 0.74, split=True)
+    """
+    import matplotlib.pyplot as plt
+
+    if not isinstance(replicas, int) or replicas < 1 or not math.isfinite(speedup) or speedup <= 0:
+        raise ValueError(f"replicas={replicas!r}, speedup={speedup!r}: use an integer >= 1 and a positive speed-up.")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    top = max([replicas, *(p.gpus for p in published)])
+    left.plot([1, top], [1, top], "--", color="0.6", label="ideal (N x one device)")
+    right.axhline(1.0, ls="--", color="0.6", label="ideal (100 %)")
+    for i, p in enumerate(published):
+        style = {"marker": "s", "color": f"C{i + 2}", "ls": "none", "label": f"{p.label}, measured by NVIDIA"}
+        left.plot([p.gpus], [p.speedup], **style)
+        right.plot([p.gpus], [p.efficiency], **style)
+    if split:
+        ceiling = {"ls": ":", "color": "C0", "alpha": 0.6, "label": "ceiling on one split device (1x)"}
+        left.axhline(1.0, **ceiling)
+        right.plot([1, top], [1, 1 / top], **ceiling)
+    mine = {"marker": "o", "color": "C0", "ls": "none", "markersize": 9}
+    left.plot([replicas], [speedup], label=f"{replicas} replicas, measured on {where}", **mine)
+    right.plot([replicas], [speedup / replicas], label=f"{replicas} replicas, measured on {where}", **mine)
+    if strong_speedup is not None and math.isfinite(strong_speedup):
+        other = {"marker": "x", "color": "C1", "ls": "none", "markersize": 9,
+                 "label": f"{replicas} replicas, global batch fixed, measured on {where}"}
+        left.plot([replicas], [strong_speedup], **other)
+        right.plot([replicas], [strong_speedup / replicas], **other)
+    left.set(xscale="log", yscale="log", xlabel="devices (replicas)", ylabel="speed-up over one device (samples/s)",
+             title="Speed-up")
+    right.set(xscale="log", xlabel="devices (replicas)", ylabel="scaling efficiency = speed-up / N",
+              title="Scaling efficiency", ylim=(0, 1.15))
+    from matplotlib.ticker import FormatStrFormatter
+
+    left.set_yscale("log", base=2)
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+        ax.grid(True, alpha=0.3)
+    left.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    right.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------- readings
+def _ratio_words(ratio: float) -> str:
+    if ratio >= 1.05:
+        return f"{ratio:.2f}x faster"
+    if ratio <= 0.95:
+        return f"{1 / ratio:.2f}x slower"
+    return f"about as fast ({ratio:.2f}x)"
+
+
+def throughput_reading(samples_per_s: Mapping[str, float], replicas: int, per_replica_batch: int, where: str) -> str:
+    """Read the three throughputs: ``'1_same_global'``, ``'N'`` and ``'1'`` (the same per-replica batch).
+
+    Example:
+        >>> text = throughput_reading({"1_same_global": 25000, "N": 18500, "1": 13200}, 2, 64, "this CPU")
+        >>> text.splitlines()[1][-49:]
+        'a speed-up of 1.40x, a scaling efficiency of 70%.'
+    """
+    missing = {"1_same_global", "N", "1"} - set(samples_per_s)
+    if missing:
+        raise ValueError(f"samples_per_s lacks {sorted(missing)}: pass '1_same_global', 'N' and '1'.")
+    same, n, one = (float(samples_per_s[k]) for k in ("1_same_global", "N", "1"))
+    g = per_replica_batch * replicas
+    speedup = n / one
+    return (f"Global batch fixed at {g}: {replicas} replicas trained at {n:,.0f} samples/s, 1 replica at {same:,.0f}: "
+            f"{_ratio_words(n / same)}, measured on {where}.\n"
+            f"Per-replica batch fixed at {per_replica_batch}: {replicas} replicas at {n:,.0f} samples/s (global batch "
+            f"{g}), 1 replica at {one:,.0f} (batch {per_replica_batch}): a speed-up of {speedup:.2f}x, a scaling "
+            f"efficiency of {speedup / replicas:.0%}.")
+
+
+def scaling_reading(speedup: float, replicas: int, kind: str, gpu_count: int, cores: int,
+                    all_reduce_ms: float | None = None, step_ms: float | None = None) -> str:
+    """Explain this run's speed-up and scaling efficiency from how its replicas share hardware, beside NVIDIA's.
+
+    Args:
+        speedup: samples/s of N replicas / samples/s of 1, per-replica batch fixed.
+        replicas: N.
+        kind: ``"CPU"`` or ``"GPU"``, the kind of device the replicas run on.
+        gpu_count: physical GPUs.
+        cores: CPU cores.
+        all_reduce_ms, step_ms: one all-reduce of the gradients and one N-replica step, when measured.
+
+    Example:
+        >>> scaling_reading(1.0, 2, "CPU", 0, 2).startswith("The 2 replicas here are logical CPUs")
+        True
+    """
+    if not math.isfinite(speedup) or speedup <= 0 or not isinstance(replicas, int) or replicas < 1:
+        raise ValueError(f"speedup={speedup!r}, replicas={replicas!r}: use a positive speed-up and replicas >= 1.")
+    if replicas == 1:
+        return "With N_REPLICAS = 1 there is nothing to scale: set it to 2 or more and run the notebook again."
+    efficiency = speedup / replicas
+    measured = f"Measured here: a speed-up of {speedup:.2f}x, a scaling efficiency of {efficiency:.0%}."
+    overhead = ("every step also splits the batch, launches each replica's work, and all-reduces the gradients "
+                "before the update")
+    if all_reduce_ms is not None and step_ms:
+        overhead += (f" (one all-reduce of the gradients took {all_reduce_ms:.2g} ms, {all_reduce_ms / step_ms:.0%} "
+                     f"of a {step_ms:.2g} ms step)")
+    split = kind == "CPU" or replicas > gpu_count
+    if kind == "CPU":
+        text = (f"The {replicas} replicas here are logical CPUs: they share the same {cores} cores and TensorFlow's "
+                "thread pools, so they add no arithmetic units. ")
+    elif split:
+        text = (f"The {replicas} replicas here are logical GPUs split from {gpu_count} physical GPU(s): they share "
+                "each card's arithmetic units and memory bandwidth. ")
+    else:
+        text = (f"Each of the {replicas} replicas here has its own GPU, so the ideal is {replicas}x the throughput of "
+                "one. ")
+    if split:
+        text += (f"{replicas} replicas with the same per-replica batch do {replicas} times the work of one on the same "
+                 f"hardware, so the best to expect is a speed-up of about 1x (an efficiency of about "
+                 f"{1 / replicas:.0%}). {measured} ")
+        if speedup > 1.2:
+            text += ("One replica with a small batch left part of the hardware idle, and the replicas filled it: "
+                     "the work per step grew, not the hardware. ")
+        text += f"Beyond that, {overhead}. Extra replicas on a split device add overhead, never compute. "
+    else:
+        text += measured + " "
+        if efficiency < 0.9:
+            text += f"Short of the ideal because {overhead}: costs that a longer step (more work per replica) hides. "
+    nvidia = "; ".join(f"{p.speedup:.2f}x on {p.label} ({p.efficiency:.0%})" for p in PUBLISHED)
+    return text + (f"For comparison, measured by NVIDIA with ResNet-50 in TensorFlow, per-GPU batch fixed: {nvidia} "
+                   f"({SOURCE}).")

@@ -1,0 +1,411 @@
+"""Topic module of notebook 04 · Input pipelines and preprocessing on the GPU.
+
+Plumbing only: the ``tf.data`` pipelines, the training step, the three timings and the profiler
+calls stay on the notebook's page. Here live the notebook's batch-size limits
+(:func:`check_batch_size`), timing of rivals in alternating rounds (:func:`interleaved`,
+:func:`separable`), the capture of TensorFlow's Python warnings (:func:`captured_tf_warnings`), the
+summary of xprof's input-pipeline tool (:func:`input_pipeline_summary`), the command that opens a
+trace in TensorBoard (:func:`tensorboard_command`), the number of cores tf.data may use
+(:func:`schedulable_cores`), the wait for input read from three timings (:func:`wait_share`) and the
+sentences that read the measurements, worded for a CPU or a GPU run (:func:`bound_reading`,
+:func:`variants_reading`, :func:`profiler_reading`, :func:`placement_reading`,
+:func:`augmentation_reading`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import shutil
+import statistics
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from helpers import bench
+
+ROOT = Path(__file__).resolve().parent.parent
+TRAINING_IMAGES = 10_000  # the Fashion-MNIST subset in data/
+MIN_BATCH = 16
+BATCHES = 20  # batches per epoch in a learner run: the pipelines hold BATCHES x BATCH_SIZE images
+
+
+def check_batch_size(batch_size: Any, batches: int = BATCHES, images: int = TRAINING_IMAGES) -> int:
+    """Refuse a ``BATCH_SIZE`` this notebook cannot use, before TensorFlow starts; return it.
+
+    The pipelines hold `batches` batches of the `images` training images, and a batch below 16
+    images makes every step so short that timer noise decides the comparison.
+
+    Example:
+        >>> check_batch_size(128)
+        128
+        >>> check_batch_size(1000)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: BATCH_SIZE=1000 is not allowed in this notebook: use an integer from 16 to 500 (...).
+    """
+    high = images // batches
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not MIN_BATCH <= batch_size <= high:
+        raise ValueError(f"BATCH_SIZE={batch_size!r} is not allowed in this notebook: use an integer from {MIN_BATCH} "
+                         f"to {high} ({batches} batches of the {images:,} training images).")
+    return batch_size
+
+
+def interleaved(candidates: Mapping[str, Callable[[], Any]], rounds: int = 3, repeats: int = 10,
+                warmup: int = 2) -> dict[str, list[float]]:
+    """Time rival variants in alternating rounds; return each one's median time per round, in seconds.
+
+    On a shared machine the load changes from second to second. Timing A fully, then B, lets a
+    busy minute land on one of them only; alternating A, B, A, B spreads it over both, and the
+    spread of the round medians shows how far apart the two really are.
+
+    Example:
+        >>> t = interleaved({"a": lambda: sum(range(100)), "b": lambda: sum(range(1000))}, rounds=2, repeats=3)
+        >>> sorted(t), len(t["a"])
+        (['a', 'b'], 2)
+    """
+    if not candidates:
+        raise ValueError("candidates is empty: pass {name: function} with at least one entry.")
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+        raise ValueError(f"rounds={rounds!r}: use an integer >= 1.")
+    for name, fn in candidates.items():
+        if not callable(fn):
+            raise ValueError(f"candidates[{name!r}] is not callable: pass a function that runs one step.")
+    medians: dict[str, list[float]] = {name: [] for name in candidates}
+    for index in range(rounds):
+        for name, fn in candidates.items():
+            result = bench.benchmark(fn, warmup=warmup if index == 0 else 1, repeats=repeats)
+            medians[name].append(result.median)
+    return medians
+
+
+def separable(a: Sequence[float], b: Sequence[float]) -> bool:
+    """True when the two sets of round medians do not overlap: one variant was faster in every round.
+
+    Example:
+        >>> separable([1.0, 1.1, 1.05], [1.5, 1.6, 1.4])
+        True
+        >>> separable([1.0, 1.3], [1.2, 1.4])
+        False
+    """
+    if not a or not b:
+        raise ValueError("separable needs at least one time in each list.")
+    return max(a) < min(b) or max(b) < min(a)
+
+
+@contextlib.contextmanager
+def captured_tf_warnings() -> Iterator[list[str]]:
+    """Collect the messages TensorFlow's Python logger and Python's warnings emit inside the block.
+
+    They are kept in the list this yields instead of reaching the page (in red). TensorFlow 2.9's
+    ``Using a while_loop for converting ...`` lines came through that logger.
+
+    Example:
+        >>> with captured_tf_warnings() as seen:
+        ...     logging.getLogger("tensorflow").warning("Using a while_loop for converting Bitcast")
+        >>> seen
+        ['Using a while_loop for converting Bitcast']
+    """
+    seen: list[str] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    logger = logging.getLogger("tensorflow")
+    handler, saved = _Keep(level=logging.DEBUG), (logger.handlers[:], logger.propagate)
+    logger.handlers, logger.propagate = [handler], False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield seen
+        seen.extend(str(w.message) for w in caught)
+    finally:
+        logger.handlers, logger.propagate = saved
+
+
+def tensorboard_command(logdir: str | Path, port: int = 6006) -> str:
+    """The lines that open the traces in `logdir` with TensorBoard, on this machine only (127.0.0.1).
+
+    ``make tensorboard`` when `logdir` is the course's default scratch folder; otherwise the
+    ``tensorboard`` command of this Python's environment with the folder spelled out.
+
+    Example:
+        >>> "--host 127.0.0.1" in tensorboard_command("/tmp/traces")
+        True
+    """
+    if not isinstance(port, int) or isinstance(port, bool) or not 1024 <= port <= 65535:
+        raise ValueError(f"port={port!r}: use an integer from 1024 to 65535.")
+    logdir = Path(logdir).resolve()
+    exe = Path(sys.executable).parent / "tensorboard"
+    program = str(exe) if exe.exists() else (shutil.which("tensorboard") or "tensorboard")
+    lines = []
+    if logdir == (ROOT / "scratch" / "04_input_pipelines" / "traces").resolve():
+        lines.append("make tensorboard")
+        lines.append("or, the same by hand:")
+    lines.append(f"{program} --logdir {logdir} --host 127.0.0.1 --port {port}")
+    lines.append(f"then open http://127.0.0.1:{port}/#profile and pick a run (naive or tuned) and a tool.")
+    return "\n".join(lines)
+
+
+def input_pipeline_summary(tool_json: str | bytes) -> dict[str, Any]:
+    """The step time, the wait for input and the verdict from xprof's ``input_pipeline_analyzer`` output.
+
+    `tool_json` is what ``xprof.convert.raw_to_tool_data.xspace_to_tool_data(paths,
+    "input_pipeline_analyzer", {})`` returns first: a JSON list of tables, one of which carries the
+    summary of the step-time table in its ``"p"`` properties.
+
+    Example:
+        >>> table = {"p": {"steptime_ms_average": "148.8", "infeed_time_ms_avg": "129.4",
+        ...                "input_conclusion": "Your program is HIGHLY input-bound because ..."}}
+        >>> input_pipeline_summary(json.dumps([{"cols": []}, table]))["input_ms"]
+        129.4
+    """
+    try:
+        tables = json.loads(tool_json)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"tool_json is not the JSON of xprof's input_pipeline_analyzer: {err}") from None
+    for table in tables if isinstance(tables, list) else []:
+        summary = table.get("p", {}) if isinstance(table, dict) else {}
+        if "steptime_ms_average" in summary and "infeed_time_ms_avg" in summary:
+            return {"step_ms": float(summary["steptime_ms_average"]), "input_ms": float(summary["infeed_time_ms_avg"]),
+                    "conclusion": summary.get("input_conclusion", "")}
+    raise ValueError("tool_json holds no step-time summary: was the trace recorded with "
+                     "tf.profiler.experimental.Trace(..., step_num=i, _r=1) around each step?")
+
+
+def schedulable_cores() -> int:
+    """The CPU cores this process may run on: tf.data's default CPU budget for AUTOTUNE.
+
+    Example:
+        >>> schedulable_cores() >= 1
+        True
+    """
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # macOS and Windows have no sched_getaffinity
+        return os.cpu_count() or 1
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def _check_times(**times: float) -> None:
+    for label, value in times.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{label}={value!r}: use a positive number of seconds.")
+
+
+def wait_share(input_s: float, model_s: float, step_s: float, prefetch: bool) -> float:
+    """The share of each step the device waits for its batch, read from the three timings.
+
+    Without prefetch the step asks for its batch and waits while the pipeline makes it, so every
+    moment of the step not spent on the model is waiting: (step - model) / step. With prefetch
+    the next batch is made in the background; when it takes less time than the model it is ready
+    before the model asks, and the device does not wait (any extra step time is the two sides
+    sharing the machine, not waiting). When it takes longer, the device waits (step - model) / step.
+
+    Example:
+        >>> wait_share(0.150, 0.037, 0.185, prefetch=False)  # naive: the step waits for its whole input
+        0.8
+        >>> wait_share(0.007, 0.035, 0.040, prefetch=True)  # input shorter than the model: ready in time
+        0.0
+    """
+    _check_times(input_s=input_s, model_s=model_s, step_s=step_s)
+    if prefetch and input_s <= model_s:
+        return 0.0
+    return round(max(0.0, step_s - model_s) / step_s, 6)
+
+
+def _overlap(input_s: float, model_s: float, step_s: float, prefetch: bool, gpu_count: int) -> str:
+    """One sentence: did the input side and the model overlap, from where the step falls between max and sum?"""
+    longer, shorter, both = max(input_s, model_s), min(input_s, model_s), input_s + model_s
+    if step_s < 0.8 * longer:
+        return (f"The step came out shorter than its longer side alone ({_ms(longer)}): the load on this machine "
+                "changed between the timings, so run the cell again for steadier figures.")
+    if shorter < 0.1 * longer:
+        return (f"Whether the two overlapped cannot be told here: the shorter side ({_ms(shorter)}) is under a tenth "
+                f"of the longer one, so the longer side alone ({_ms(longer)}) and input + model ({_ms(both)}) are "
+                "about the same step.")
+    hidden = min(1.0, max(0.0, (both - step_s) / shorter))
+    if not prefetch and hidden >= 1 / 3:
+        return (f"The step came out shorter than input + model ({_ms(both)}), though nothing in this pipeline "
+                "prepares the next batch in the background: the two ran one after the other, and the gap is most "
+                "likely the spread of timings on a busy machine (run the cell again for steadier figures).")
+    if hidden < 1 / 3:
+        text = f"The step is close to input + model ({_ms(both)}), not to the longer side alone ({_ms(longer)}): "
+        if not prefetch:
+            return text + "the two ran one after the other, with no overlap."
+        if gpu_count:
+            return text + "prefetch made the next batch in the background, yet the two sides' times still added up."
+        return text + ("prefetch made the next batch in the background, but on the same CPU cores the model uses, "
+                       "so the two sides' work still added up.")
+    if hidden > 2 / 3:
+        return (f"The step is close to the longer side alone ({_ms(longer)}), not to input + model ({_ms(both)}): "
+                "preparing the next batch overlapped with training on this one.")
+    return (f"The step lies between the longer side alone ({_ms(longer)}) and input + model ({_ms(both)}): the two "
+            f"partly overlapped ({hidden:.0%} of the shorter side was hidden).")
+
+
+def bound_reading(input_s: float, model_s: float, step_s: float, gpu_count: int, name: str = "naive",
+                  prefetch: bool = False) -> str:
+    """Read three median timings of one pipeline: which side bounds the step, whether the two overlapped, the wait.
+
+    `prefetch` says whether the pipeline makes the next batch in the background (see :func:`wait_share`).
+
+    Example:
+        >>> bound_reading(0.12, 0.03, 0.15, gpu_count=0)[:62]
+        'The naive pipeline is input-bound: a batch takes 120 ms to pre'
+    """
+    _check_times(input_s=input_s, model_s=model_s, step_s=step_s)
+    side = "input-bound" if input_s > model_s else "compute-bound"
+    where = "GPU" if gpu_count else "CPU"
+    text = (f"The {name} pipeline is {side}: a batch takes {_ms(input_s)} to prepare and {_ms(model_s)} to train on, "
+            f"and one step of both took {_ms(step_s)} (medians, measured on this {where}). ")
+    text += _overlap(input_s, model_s, step_s, prefetch, gpu_count) + " "
+    who = "the GPU" if gpu_count else "the model (on the CPU, which also runs the pipeline)"
+    wait = wait_share(input_s, model_s, step_s, prefetch)
+    if not prefetch:
+        return text + (f"Without prefetch the step asks for its batch and waits while it is made, so {who} waited for "
+                       f"input {wait:.0%} of each step: (step - model) / step.")
+    if input_s > model_s:
+        return text + (f"Prefetch makes the next batch in the background, but that takes longer than the model, so "
+                       f"{who} waited for input {wait:.0%} of each step: (step - model) / step.")
+    text += f"With prefetch the next batch was ready before {who} asked for it, so it waited for input 0% of each step"
+    extra = (step_s - model_s) / model_s
+    if extra <= 0.05:
+        return text + "; the step took as long as the model alone."
+    why = ("the pipeline's threads and the model share the same CPU cores" if not gpu_count else
+           "most likely the CPU time the pipeline takes from launching the GPU's work")
+    return text + f"; the step was still {extra:.0%} longer than the model alone: {why}, not a wait."
+
+
+def variants_reading(images_per_s: Mapping[str, float], input_s: float, model_s: float,
+                     cores: int | None = None) -> str:
+    """Read the throughput of the pipeline variants against the naive one.
+
+    `input_s` and `model_s` are the naive pipeline's input time and the model's step time: prefetch
+    alone can hide at most the shorter of the two. `cores` is AUTOTUNE's CPU budget (by default
+    :func:`schedulable_cores`).
+
+    Example:
+        >>> v = {"naive": 800, "parallel": 1800, "cached": 2900, "prefetched": 850, "tuned": 3100}
+        >>> variants_reading(v, input_s=0.14, model_s=0.035, cores=2).splitlines()[0]
+        'The tuned pipeline trains 3.9x as fast as the naive one (3,100 against 800 images/s).'
+    """
+    needed = ("naive", "parallel", "cached", "prefetched", "tuned")
+    missing = [k for k in needed if k not in images_per_s]
+    if missing:
+        raise ValueError(f"images_per_s lacks {missing}: measure {', '.join(needed)}.")
+    if any(images_per_s[k] <= 0 for k in needed):
+        raise ValueError("images_per_s must be positive for every variant.")
+    cores = schedulable_cores() if cores is None else cores
+    naive = images_per_s["naive"]
+
+    def x(name: str) -> str:
+        return f"{images_per_s[name] / naive:.1f}x"
+
+    hidden = min(input_s, model_s)
+    best_single = max(("parallel", "cached", "prefetched"), key=lambda k: images_per_s[k])
+    lines = [
+        f"The tuned pipeline trains {x('tuned')} as fast as the naive one ({images_per_s['tuned']:,.0f} against "
+        f"{naive:,.0f} images/s).",
+        f"Alone, parallel map gives {x('parallel')}, cache {x('cached')} (from the second epoch on) and prefetch "
+        f"{x('prefetched')}; the best single change here is {best_single}.",
+        f"Parallel map ran with AUTOTUNE's CPU budget of {cores} core{'s' if cores != 1 else ''}: AUTOTUNE keeps the "
+        "number of calls in flight near that budget, though most of read_file is waiting rather than computing.",
+        f"Prefetch overlaps preparing the next batch with training on this one, so it can hide at most the shorter "
+        f"side of the step: {_ms(hidden)} of {_ms(input_s + model_s)} here, a speed-up of at most "
+        f"{(input_s + model_s) / max(input_s, model_s):.2f}x.",
+    ]
+    if images_per_s["prefetched"] < naive:
+        lines[-1] += (" It measured below 1x: a gain that small is within the spread of step times on a busy "
+                      "machine.")
+    if "naive_default" in images_per_s:
+        lines.append(f"With TensorFlow's default rewrites left on, the same naive code ran at "
+                     f"{images_per_s['naive_default']:,.0f} images/s ({x('naive_default')}).")
+    return "\n".join(lines)
+
+
+def profiler_reading(profiled: Mapping[str, float], timed: Mapping[str, float]) -> str:
+    """Set the profiler's share of each step spent waiting for input beside the one read from three timings.
+
+    Example:
+        >>> profiler_reading({"naive": 0.82, "tuned": 0.003}, {"naive": 0.80, "tuned": 0.0})[:55]
+        'The profiler finds 82% of a naive step and 0% of a tune'
+    """
+    for label, shares in (("profiled", profiled), ("timed", timed)):
+        missing = [k for k in ("naive", "tuned") if k not in shares]
+        if missing:
+            raise ValueError(f"{label} lacks {missing}: give the share of a step waiting for input of naive and tuned.")
+    text = (f"The profiler finds {profiled['naive']:.0%} of a naive step and {profiled['tuned']:.0%} of a tuned step "
+            f"spent waiting for input; the three timings gave {timed['naive']:.0%} and {timed['tuned']:.0%}.")
+    gaps = [abs(profiled[k] - timed[k]) for k in ("naive", "tuned")]
+    if max(gaps) <= 0.15:
+        text += " Both ways of measuring agree within 15 points."
+    else:
+        text += (f" They differ by up to {max(gaps) * 100:.0f} points: the profiler watched other steps, at another "
+                 "moment of the machine's load, so read both as estimates.")
+    return text
+
+
+def placement_reading(rounds: Mapping[str, Sequence[float]], batch_size: int, gpu_count: int) -> str:
+    """Read the in-model vs in-map comparison from the round medians of :func:`interleaved`.
+
+    Example:
+        >>> placement_reading({"in_model": [0.030, 0.034], "in_map": [0.031, 0.036]}, 128, gpu_count=0)[:44]
+        'In the model: 3,765-4,267 images/s (median 4'
+    """
+    for key in ("in_model", "in_map"):
+        if not rounds.get(key):
+            raise ValueError(f"rounds lacks {key!r}: time both placements with interleaved().")
+    if len(rounds["in_model"]) != len(rounds["in_map"]):
+        raise ValueError("rounds must hold one time per round for both placements.")
+
+    def span(key: str) -> str:
+        fast, slow = batch_size / min(rounds[key]), batch_size / max(rounds[key])
+        return f"{slow:,.0f}-{fast:,.0f} images/s (median {batch_size / statistics.median(rounds[key]):,.0f})"
+
+    n = len(rounds["in_model"])
+    text = f"In the model: {span('in_model')}; in dataset.map: {span('in_map')}, over {n} alternating rounds. "
+    model, mapped = statistics.median(rounds["in_model"]), statistics.median(rounds["in_map"])
+    faster = "in the model" if model < mapped else "in dataset.map"
+    ratio = max(model, mapped) / min(model, mapped)
+    if separable(rounds["in_model"], rounds["in_map"]):
+        text += f"Preprocessing {faster} was faster in every round ({ratio:.2f}x by the medians). "
+    else:
+        wins = sum((a < b) == (model < mapped) for a, b in zip(rounds["in_model"], rounds["in_map"], strict=True))
+        text += (f"The ranges overlap, so on this machine the two placements are not separable; round by round, "
+                 f"preprocessing {faster} was faster in {wins} of {n} ({ratio:.2f}x by the medians). ")
+    if gpu_count:
+        text += ("Here the model runs on the GPU: in the model, the augmentation runs on the GPU as part of each step; "
+                 "in dataset.map, the CPU does it while the GPU trains on the previous batch.")
+    else:
+        text += ("Without a GPU both placements run on the same CPU cores. In dataset.map, tf.data's threads augment "
+                 "the next batch while the model trains on this one (prefetch), which is why the Keras guide suggests "
+                 "it for training on a CPU; in the model, each step augments its own batch before the forward pass, "
+                 "and nothing overlaps. How much the overlap gains depends on the CPU time the model leaves free.")
+    return text
+
+
+def augmentation_reading(whole_s: float, each_s: float, model_s: float, while_loops: int, batch_size: int) -> str:
+    """Read the check of the TF 2.9 augmentation slowdown (tensorflow/tensorflow#56242) on this version.
+
+    Example:
+        >>> augmentation_reading(0.004, 0.02, 0.035, 0, 128)[:58]
+        'The augmentation layers take 4 ms for a batch of 128 when '
+    """
+    text = (f"The augmentation layers take {_ms(whole_s)} for a batch of {batch_size} when they transform it whole, "
+            f"and {_ms(each_s)} one image at a time ({each_s / whole_s:.1f}x as long); one training step of the model "
+            f"takes {_ms(model_s)}. ")
+    if while_loops:
+        text += f"TensorFlow warned {while_loops} time(s) that it fell back to a while_loop: the slowdown is back."
+    else:
+        text += ("No 'Using a while_loop' warning appeared: on this version the layers transform the batch whole, "
+                 "and the per-image fallback behind the TF 2.9 slowdown is not in the way.")
+    return text

@@ -1,0 +1,435 @@
+"""Topic module of notebook 03 · CPU vs GPU timing: sizes, device peaks, crossover, plots, published figures.
+
+The timing itself is on the notebook's page (``helpers.bench.benchmark``, ``tf.matmul``, the step
+timer); this module holds what is too long for a cell: the ``SIZES`` rule, a GPU's peak looked up
+in ``data/gpu_specs.csv`` by device name, the size where a GPU starts to win, the sweep and
+roofline plots and their readings, the speed-ups the notebook compares with, and the closing note.
+The CPU's peak is in :mod:`helpers.cpu`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from helpers import params
+from helpers.tables import text_table
+
+SMOKE_SIZES = [64, 256]
+MAX_SIZE = 8192  # one 8192 x 8192 float32 matmul is 1.1 TFLOP: about 5 s on a 2-core CPU
+
+# Speed-ups quoted, as they were printed, from third-party blog posts in the course's design brief. Their setups
+# (hardware, software versions, data) are not documented: anecdotes to compare with, not benchmarks.
+PUBLISHED_SPEEDUPS = [
+    {"what": "text classification, Google Colab", "cpu_s": 198.2, "gpu_s": 14.4, "speedup": "13.76x",
+     "differs": "Colab's CPU and GPU; another model and data set, setup not documented"},
+    {"what": "gradient-boosted trees, 5 CPUs vs 3 GPUs", "cpu_s": None, "gpu_s": None,
+     "speedup": "faster by 804 %", "differs": "XGBoost-style trees, not a neural network; 9.04x or 8.04x"},
+    {"what": "gradient-boosted trees, 4 GPUs", "cpu_s": None, "gpu_s": None, "speedup": "23.2x",
+     "differs": "XGBoost-style trees, not a neural network; four GPUs against CPUs"},
+]
+QUOTED = "quoted from a blog post (anecdote)"
+
+# ResNet-50 v1.5 inference measured by NVIDIA on a T4 (images/s by batch size).
+NVIDIA_T4_RESNET50 = {"fp32": {1: 136, 4: 289, 64: 424}, "mixed": {1: 211, 4: 593, 64: 991}}
+NVIDIA_SOURCE = ("NVIDIA DeepLearningExamples, TensorFlow/Classification/ConvNets/resnet50v1.5/README.md, "
+                 "'Results': TensorFlow 20.06-tf1 NGC container, 20 warm-up then 80 timed iterations")
+
+
+def run_sizes(sizes: Any, smoke: bool) -> list[int]:
+    """The matrix sizes this run times: `sizes` checked (2 to 8 distinct values up to 8192), or the smoke sizes.
+
+    Called before TensorFlow starts, so a bad ``SIZES`` fails in the first second.
+
+    Example:
+        >>> run_sizes([512, 128, 256, 128], smoke=False)
+        [128, 256, 512]
+        >>> run_sizes([512, 1024], smoke=True)
+        [64, 256]
+    """
+    params.validate({"SIZES": sizes})
+    distinct = sorted(set(sizes))
+    if not 2 <= len(distinct) <= 8 or distinct[-1] > MAX_SIZE or distinct[0] < 8:
+        raise ValueError(f"SIZES={sizes!r} is not allowed: use 2 to 8 different integers from 8 to {MAX_SIZE}, "
+                         "for example [128, 256, 512, 1024, 2048].")
+    return list(SMOKE_SIZES) if smoke else distinct
+
+
+# --------------------------------------------------------------------------- GPU peaks from the table
+_MODELS = ("h200", "h100", "a100", "a10", "l40s", "l4", "v100", "p100", "t4")
+
+
+def _model(name: str) -> str | None:
+    tokens = re.split(r"[\s\-_/]+", name.lower())
+    return next((t for t in tokens if t in _MODELS), None)
+
+
+def _memory_gb(name: str) -> int | None:
+    match = re.search(r"(\d+)\s*gb", name.lower())
+    return int(match.group(1)) if match else None
+
+
+@dataclass
+class GpuPeak:
+    """A GPU's peak from the course's table: ``gflops`` and ``bandwidth_gb_s`` are None when it is not there."""
+
+    name: str
+    gflops: float | None
+    bandwidth_gb_s: float | None
+    row: str | None
+    peak_source: str
+
+
+def gpu_peak(name: str, specs: Sequence[Mapping[str, Any]] | None = None, tf32: bool = False) -> GpuPeak:
+    """Look a GPU up in ``data/gpu_specs.csv`` by the name TensorFlow reports; its datasheet peak in GFLOP/s.
+
+    The model (T4, A100, L4, ...) must match; among rows of one model the one with the same memory
+    size is taken, else the fastest (an upper bound). With `tf32` (TensorFlow's default on compute
+    capability 8.0 and up) float32 matmuls run on TF32 Tensor Cores, so the TF32 peak bounds them.
+
+    Example:
+        >>> gpu_peak("Tesla T4").gflops
+        8100.0
+        >>> gpu_peak("NVIDIA A100-SXM4-80GB").row
+        'A100 SXM4 80 GB'
+        >>> gpu_peak("NVIDIA GeForce RTX 4090").gflops is None
+        True
+    """
+    if specs is None:
+        from helpers.data import load_gpu_specs
+
+        specs = load_gpu_specs()
+    model = _model(name)
+    rows = [r for r in specs if model is not None and _model(r["name"]) == model]
+    if not rows:
+        return GpuPeak(name, None, None, None, f"{name} is not in the course's table (data/gpu_specs.csv): look up "
+                                                "its FP32 peak in its datasheet")
+    same_memory = [r for r in rows if _memory_gb(name) is not None and r.get("memory_gb") == _memory_gb(name)]
+    row = max(same_memory or rows, key=lambda r: r["fp32_tflops"])
+    use_tf32 = tf32 and (row.get("compute_capability") or 0) >= 8.0
+    if use_tf32 and not row.get("tf32_tensor_tflops_dense"):
+        return GpuPeak(name, None, row.get("bandwidth_gb_s"), row["name"],
+                       f"TF32 is on and the table has no TF32 figure for {row['name']}: turn TF32 off "
+                       "(tf.config.experimental.enable_tensor_float_32_execution(False)) to compare with FP32")
+    tflops = row["tf32_tensor_tflops_dense"] if use_tf32 else row["fp32_tflops"]
+    kind = "TF32 Tensor Core (dense)" if use_tf32 else "FP32"
+    return GpuPeak(name, tflops * 1000, row.get("bandwidth_gb_s"), row["name"],
+                   f"datasheet peak, {kind}: {tflops:g} TFLOP/s for {row['name']} ({row['source']}; "
+                   "data/gpu_specs.csv)")
+
+
+def bound_peak(peak: float | None, source: str, fastest: float) -> tuple[float, str]:
+    """A peak that bounds every measurement: `peak`, or the fastest measurement where it beats (or lacks) one.
+
+    A measurement above a computed peak means a factor of that peak is wrong (most often a clock
+    the OS under-reports, or a matrix unit the peak does not count, such as Apple's AMX); the
+    fastest measurement then stands in, and the source says so.
+
+    Example:
+        >>> bound_peak(166.0, "2 cores x 2.6 GHz x 32", 203.0)[0]
+        203.0
+        >>> bound_peak(332.0, "2 cores x 2.6 GHz x 64", 203.0)
+        (332.0, '2 cores x 2.6 GHz x 64')
+    """
+    if fastest <= 0 or not math.isfinite(fastest):
+        raise ValueError(f"fastest={fastest!r}: use the fastest measured GFLOP/s (a positive number).")
+    if peak is None:
+        return fastest, (f"{source} No peak could be computed, so the fastest measurement, {fastest:,.0f} GFLOP/s, "
+                         "stands in: the true peak is at least this.")
+    if fastest <= peak:
+        return peak, source
+    return fastest, (f"{source} Raised to the fastest measurement, {fastest:,.0f} GFLOP/s, which beat the computed "
+                     f"{peak:,.0f}: the hardware ran faster than those factors allow (most often a clock above the "
+                     "one the OS reports, or a matrix unit the peak does not count, such as Apple's AMX).")
+
+
+def crossover(sizes: Sequence[int], cpu_s: Sequence[float], gpu_s: Sequence[float]) -> int | None:
+    """The smallest size from which the GPU is strictly faster at that size and every larger one, else None.
+
+    A tie (``gpu_s == cpu_s``) is not a win; None when the GPU is not faster at the largest size.
+
+    Example:
+        >>> crossover([64, 256, 1024, 4096], [1e-5, 2e-4, 9e-3, 0.6], [3e-5, 1e-4, 6e-4, 2e-2])
+        256
+    """
+    if not (len(sizes) == len(cpu_s) == len(gpu_s)) or not sizes:
+        raise ValueError("sizes, cpu_s and gpu_s must be non-empty lists of the same length (one time per size).")
+    if list(sizes) != sorted(sizes):
+        raise ValueError(f"sizes={list(sizes)!r}: list them from smallest to largest.")
+    found = None
+    for n, c, g in zip(reversed(sizes), reversed(cpu_s), reversed(gpu_s), strict=True):
+        if g < c:
+            found = n
+        else:
+            break
+    return found
+
+
+# --------------------------------------------------------------------------- plots
+def _plain(value: float, _position: Any = None) -> str:
+    """A tick label in plain numbers (2,000 and 0.1, not 2×10³ and 10⁻¹)."""
+    if value >= 1:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def _plain_log_axis(axis: Any) -> None:
+    """Label a log axis in plain numbers: every power of ten, plus 2 and 5 times one when it spans few decades."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    low, high = sorted(axis.get_view_interval())
+    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_formatter(FuncFormatter(_plain))
+    if low > 0 and math.log10(high / low) <= 2.5:
+        axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
+        axis.set_minor_formatter(FuncFormatter(_plain))
+    else:
+        axis.set_minor_formatter(NullFormatter())
+
+
+def plot_sweep(gflops: Mapping[str, Mapping[int, float]], peaks: Mapping[str, float | None],
+               ax: Any = None) -> Any:
+    """GFLOP/s against matrix size (log-log), one line per device, each device's peak dashed in its colour.
+
+    `peaks` maps a line's label to its peak; a label whose first word names a device that already
+    has a peak line (``"NumPy (CPU)"`` after ``"CPU"``) shares it.
+
+    Example:
+        >>> ax = plot_sweep({"CPU": {64: 20.0, 256: 90.0}}, {"CPU": 332.0})
+    """
+    import matplotlib.pyplot as plt
+
+    if not gflops:
+        raise ValueError("gflops is empty: pass {device: {size: GFLOP/s}}.")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.8))
+    every_size, top = set(), 0.0
+    for i, (label, by_size) in enumerate(gflops.items()):
+        sizes = sorted(int(n) for n in by_size)
+        every_size |= set(sizes)
+        values = [by_size[n] if n in by_size else by_size[str(n)] for n in sizes]
+        top = max(top, *values)
+        ax.plot(sizes, values, marker="o", color=f"C{i}", label=f"{label} (measured)")
+        peak = peaks.get(label)
+        if peak:
+            top = max(top, peak)
+            ax.axhline(peak, color=f"C{i}", linestyle="--", linewidth=1, label=f"{label} peak {peak:,.0f}")
+    from matplotlib.ticker import NullFormatter, NullLocator
+
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(sorted(every_size), [str(n) for n in sorted(every_size)])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylim(top=3 * top)  # room for the legend above the peak lines
+    _plain_log_axis(ax.yaxis)
+    ax.set(xlabel="matrix size n (n x n @ n x n)", ylabel="GFLOP/s", title="Matmul throughput against peak")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", ncols=2)
+    return ax
+
+
+def plot_roofline(points: Mapping[str, Sequence[tuple[float, float]]],
+                  roofs: Mapping[str, tuple[float, float | None, str]], ax: Any = None) -> Any:
+    """A small roofline: GFLOP/s against arithmetic intensity (FLOPs per byte moved), log-log.
+
+    Args:
+        points: ``{label: [(flops_per_byte, gflops), ...]}``, measured.
+        roofs: ``{device: (peak_gflops, bandwidth_gb_s or None, how the bandwidth was obtained)}``;
+            each roof is ``min(peak, bandwidth x intensity)``.
+
+    Example:
+        >>> ax = plot_roofline({"CPU matmul": [(40.0, 150.0)]}, {"CPU": (332.0, 20.0, "measured")})
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.8))
+    xs = [x for pts in points.values() for x, _ in pts] or [1.0]
+    grid = np.logspace(math.log10(min(xs) / 2), math.log10(max(xs) * 2), 100)
+    for i, (device, (peak, bandwidth, how)) in enumerate(roofs.items()):
+        roof = np.full_like(grid, peak) if bandwidth is None else np.minimum(peak, bandwidth * grid)
+        label = f"{device} roof: {peak:,.0f} GFLOP/s" + (f", {bandwidth:,.0f} GB/s ({how})" if bandwidth else "")
+        ax.plot(grid, roof, color=f"C{i}", linestyle="--", linewidth=1, label=label)
+    for j, (label, pts) in enumerate(points.items()):
+        ax.scatter([x for x, _ in pts], [y for _, y in pts], marker="os^v"[j % 4], color=f"C{j + len(roofs)}",
+                   label=label, zorder=3)
+    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per byte moved)", ylabel="GFLOP/s",
+           title="A small roofline: memory-bound left, compute-bound right")
+    _plain_log_axis(ax.xaxis)
+    _plain_log_axis(ax.yaxis)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    return ax
+
+
+# --------------------------------------------------------------------------- readings
+BUSY_SPREAD = 0.5  # IQR / median above this: the machine was busy during the repeats
+
+
+def busy_note(spreads: Mapping[str, float], limit: float = BUSY_SPREAD) -> str:
+    """One sentence on the spreads (IQR / median) of some timings: steady, or which ones a busy machine blurred.
+
+    Example:
+        >>> busy_note({"n = 512": 0.04})
+        'Spread: every IQR is within 50% of its median, so these medians are steady enough to compare.'
+        >>> busy_note({"n = 512": 6.07, "n = 1024": 0.1})[:50]
+        'Noise: the spread is above 50% for n = 512 (607%):'
+    """
+    noisy = {label: spread for label, spread in spreads.items() if spread > limit}
+    if not noisy:
+        return f"Spread: every IQR is within {limit:.0%} of its median, so these medians are steady enough to compare."
+    shown = ", ".join(f"{label} ({spread:.0%})" for label, spread in noisy.items())
+    return (f"Noise: the spread is above {limit:.0%} for {shown}: the machine was busy during this measurement "
+            "(other programs took the cores for part of it); rerun the cell for steadier numbers.")
+
+
+def sweep_reading(label: str, gflops: Mapping[int, float], peak: float | None) -> str:
+    """The reading of one line of the matmul sweep: the best size, the cost of calls at the smallest, a fall after.
+
+    Example:
+        >>> sweep_reading("TensorFlow on the CPU", {128: 20.0, 512: 100.0, 2048: 50.0}, 200.0).split(". ")[0]
+        'TensorFlow on the CPU peaks at n = 512 with 100 GFLOP/s, 50% of the peak'
+    """
+    sizes = sorted(gflops)
+    if not sizes:
+        raise ValueError("gflops is empty: pass {size: GFLOP/s}.")
+    best_n = max(sizes, key=lambda n: gflops[n])
+    best, smallest, largest = gflops[best_n], gflops[sizes[0]], gflops[sizes[-1]]
+    text = f"{label} peaks at n = {best_n} with {best:,.0f} GFLOP/s" + (f", {best / peak:.0%} of the peak." if peak
+                                                                         else ".")
+    if smallest < 0.5 * best:
+        text += (f" At n = {sizes[0]} it reaches {smallest / best:.0%} of that: calling the op costs more than its "
+                 "arithmetic.")
+    if best_n != sizes[-1] and largest < 0.8 * best:
+        text += (f" At n = {sizes[-1]} it falls back to {largest:,.0f} GFLOP/s: a larger product has more work per "
+                 "call and should run at least as fast, so other programs most likely took cores during those "
+                 "repeats (see the spread column); rerun the cell to check.")
+    return text
+
+
+def roofline_reading(device: str, peak: float, bandwidth: float | None, add_gb_s: Mapping[float, float],
+                     matmul_n: int, matmul_gflops: float, cache_bytes: float | None = None,
+                     datasheet: bool = False) -> list[str]:
+    """What one device's roofline shows, worded from the numbers measured.
+
+    Args:
+        device: ``"CPU"`` or ``"GPU"``.
+        peak: the device's peak GFLOP/s; bandwidth: the slope of its roof in GB/s (None: no slope).
+        add_gb_s: ``{MiB per array: GB/s}`` that ``a + b`` moved, smallest arrays first.
+        matmul_n, matmul_gflops: the largest matmul of the sweep and its rate.
+        cache_bytes: the largest cache the OS reports (CPU), or None.
+        datasheet: True when `bandwidth` is a datasheet figure; False when it is the rate measured on
+            the largest arrays (the slope drawn through that point).
+
+    Example:
+        >>> roofline_reading("CPU", 332.0, 16.7, {1: 22.7, 64: 16.7}, 2048, 150.0, 32 * 2**20)[0][:60]
+        'Reading (CPU): a + b reached at most 1.89 GFLOP/s, 0.57% of '
+    """
+    if not add_gb_s:
+        raise ValueError("add_gb_s is empty: pass {MiB per array: GB/s}.")
+    mib = sorted(add_gb_s)
+    first, last = add_gb_s[mib[0]], add_gb_s[mib[-1]]
+    lines = [f"Reading ({device}): a + b reached at most {max(add_gb_s.values()) / 12:,.2f} GFLOP/s, "
+             f"{max(add_gb_s.values()) / 12 / peak:.2%} of the peak, while the n = {matmul_n} matmul reached "
+             f"{matmul_gflops / peak:.0%}: at 1 FLOP per 12 bytes moved, the arithmetic units wait for memory, so "
+             "a + b is memory-bound."]
+    moved = f"It moved {first:,.1f} GB/s on {mib[0]:,.0f} MiB arrays and {last:,.1f} GB/s on {mib[-1]:,.0f} MiB ones"
+    if bandwidth is None:
+        lines.append(f"{moved}. The course's table has no bandwidth for this {device}, so its roof is flat at the "
+                     "peak.")
+    elif datasheet:
+        lines.append(f"{moved}: {last / bandwidth:.0%} of the datasheet bandwidth, {bandwidth:,.0f} GB/s.")
+    elif cache_bytes is None:
+        lines.append(f"{moved}. The roof's slope is drawn through that last rate, so that point sits on it by "
+                     "construction. The OS reports no cache size here, so whether those arrays outgrow the caches "
+                     "is not known.")
+    elif 3 * mib[-1] * 2**20 > cache_bytes:
+        lines.append(f"{moved}: the three arrays of the last ({3 * mib[-1]:,.0f} MiB) exceed the "
+                     f"{cache_bytes / 2**20:,.4g} MiB cache the OS reports, so that rate is main memory's. The roof's "
+                     "slope is drawn through it, so that point sits on it by construction; arrays that fit the cache "
+                     "can run above it.")
+    else:
+        lines.append(f"{moved}: even the last fit the {cache_bytes / 2**20:,.4g} MiB cache the OS reports, so the "
+                     "slope drawn through that rate may be above what main memory allows.")
+    intensity = matmul_n / 6
+    bend = peak / bandwidth if bandwidth else None
+    if bend is not None and intensity <= bend:
+        lines.append(f"The n = {matmul_n} matmul does {intensity:,.0f} FLOPs per byte, left of where the roofs meet "
+                     f"({bend:,.0f} FLOPs per byte): memory-bound too.")
+        return lines
+    where = f", right of where the roofs meet ({bend:,.0f} FLOPs per byte)" if bend is not None else ""
+    share = matmul_gflops / peak
+    lines.append(f"The n = {matmul_n} matmul does {intensity:,.0f} FLOPs per byte{where}: compute-bound, so the "
+                 "arithmetic units, not memory, set its limit." + (
+                     f" Compute-bound does not mean near the peak: it reached {share:.0%} of it; the rest goes to the "
+                     "work around the arithmetic (moving blocks of the matrices between cache levels, threads "
+                     "waiting for each other), which a library does better at some sizes than at others."
+                     if share < 0.8 else f" It reached {share:.0%} of the peak."))
+    return lines
+
+
+# --------------------------------------------------------------------------- tables and the closing note
+def speedup_table(epoch_s: Mapping[str, float]) -> str:
+    """The learner's own epoch times and ratio beside the published speed-ups, each with its source.
+
+    Example:
+        >>> print(speedup_table({"CPU": 3.1}).splitlines()[1])  # doctest: +NORMALIZE_WHITESPACE
+        Embedding + LSTM(64), SMS spam, 1 epoch  3.1 s  not measured here  -  measured here (median step x steps)
+    """
+    cpu = epoch_s.get("CPU")
+    gpu = epoch_s.get("GPU")
+    rows = [("figure", "CPU", "GPU", "GPU speed-up", "source, and what differs")]
+    rows.append(("Embedding + LSTM(64), SMS spam, 1 epoch", f"{cpu:.3g} s" if cpu else "not measured here",
+                 f"{gpu:.3g} s" if gpu else "not measured here", f"{cpu / gpu:.2f}x" if cpu and gpu else "-",
+                 "measured here (median step x steps)"))
+    for p in PUBLISHED_SPEEDUPS:
+        rows.append((p["what"], f"{p['cpu_s']} s" if p["cpu_s"] else "-", f"{p['gpu_s']} s" if p["gpu_s"] else "-",
+                     p["speedup"], f"{QUOTED}: {p['differs']}"))
+    return text_table(rows)
+
+
+def closing_note(r: Mapping[str, Any]) -> list[str]:
+    """The numbers this run measured, one line each, from the notebook's results.
+
+    Example:
+        >>> closing_note({"dispatch_only_s": 0.002, "synced_s": 1.0})[0]
+        'Asynchronous execution: the naive timer read 2 ms for work that took 1,000 ms (500x too short).'
+    """
+    lines = []
+    if "dispatch_only_s" in r and "synced_s" in r:
+        d, s = r["dispatch_only_s"], r["synced_s"]
+        lines.append(f"Asynchronous execution: the naive timer read {d * 1e3:.3g} ms for work that took "
+                     f"{s * 1e3:,.0f} ms ({s / d:,.0f}x too short).")
+    if "first_call_s" in r and "steady_call_s" in r:
+        lines.append(f"First call: {r['first_call_s'] * 1e3:,.0f} ms against {r['steady_call_s'] * 1e3:.3g} ms "
+                     f"once warm ({r['first_call_s'] / r['steady_call_s']:,.0f}x).")
+    if "copy_s" in r:
+        c = r["copy_s"]
+        lines.append(f"Host-to-device copies: {c['numpy_input'] * 1e3:.3g} ms with a NumPy input against "
+                     f"{c['device_input'] * 1e3:.3g} ms with a tensor already on {c['device']}.")
+    for device, by_size in r.get("matmul_gflops", {}).items():
+        n, g = max(((int(k), v) for k, v in by_size.items()), key=lambda kv: kv[1])
+        peak = r.get("peak_gflops", {}).get(device)
+        share = f", {g / peak:.0%} of its peak {peak:,.0f}" if peak else ""
+        lines.append(f"Matmul on {device}: at best {g:,.0f} GFLOP/s (n = {n}){share}.")
+    for device, conv in r.get("conv_gflops", {}).items():
+        lines.append(f"Conv2D on {device}: forward {conv['forward']:,.0f} GFLOP/s, forward + backward "
+                     f"{conv['fwd_bwd']:,.0f} GFLOP/s.")
+    epochs = r.get("text_epoch_s", {})
+    if epochs:
+        times = ", ".join(f"{d} {s:.3g} s" for d, s in epochs.items())
+        ratio = (f": the GPU is {epochs['CPU'] / epochs['GPU']:.2f}x faster, against 13.76x quoted from a blog post"
+                 if "GPU" in epochs and "CPU" in epochs else
+                 "; a blog post quotes 13.76x (198.2 s vs 14.4 s) for another model on Colab")
+        lines.append(f"Text model, one epoch: {times}{ratio}.")
+    if "resnet50_images_per_s" in r:
+        rate, batch = r["resnet50_images_per_s"], r["resnet50_batch"]
+        t4 = NVIDIA_T4_RESNET50["fp32"].get(batch)
+        vs = f"; a T4 measured by NVIDIA: {t4} images/s at batch {batch}" if t4 else ""
+        lines.append(f"ResNet-50 inference on {r.get('resnet50_device', 'this device')}: {rate:.3g} images/s{vs}.")
+    return lines

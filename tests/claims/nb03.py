@@ -1,0 +1,105 @@
+"""Claims of notebook 03 · CPU vs GPU timing, asserted on its results JSON, on any hardware.
+
+Timings are compared within one run (the naive timer against the synchronised one, measurements
+against the recorded peak), never against absolute numbers.
+"""
+
+KEYS = ("gpu_count", "dispatch_only_s", "synced_s", "async_waits_s", "matmul_gflops", "numpy_gflops", "peak_gflops",
+        "peak_source", "cpu_peak_at_os_clock", "conv_gflops", "text_epoch_s", "first_call_s", "steady_call_s",
+        "copy_s", "elementwise_gb_s", "resnet50_images_per_s", "exercises_solved")
+
+
+def check(run):
+    shared(run)
+    if run.results["gpu_count"]:
+        on_gpu(run)
+    else:
+        on_cpu(run)
+
+
+def _gflops_figures(r):
+    """(device, what, GFLOP/s) of every recorded GFLOP/s, with the device whose peak bounds it."""
+    for device, by_size in r["matmul_gflops"].items():
+        for n, g in by_size.items():
+            yield device, f"matmul n={n}", g
+    for n, g in r["numpy_gflops"].items():
+        yield "CPU", f"NumPy matmul n={n}", g
+    for device, conv in r["conv_gflops"].items():
+        for what, g in conv.items():
+            yield device, f"conv {what}", g
+
+
+def shared(run):
+    r = run.results
+    missing = [k for k in KEYS if k not in r]
+    assert not missing, f"results lack {missing}"
+    text = run.outputs_text()
+
+    # Asynchronous execution: the same work timed without waiting reads shorter than with waiting.
+    assert 0 < r["dispatch_only_s"] < r["synced_s"], (r["dispatch_only_s"], r["synced_s"])
+    assert all(waited > r["dispatch_only_s"] for waited in r["async_waits_s"].values()), r["async_waits_s"]
+    assert "too short" in text
+
+    # First call (tracing) costs more than a warm call; a NumPy input costs a copy on every call.
+    assert r["first_call_s"] > r["steady_call_s"] > 0, (r["first_call_s"], r["steady_call_s"])
+    assert r["copy_s"]["numpy_input"] > r["copy_s"]["device_input"] > 0, r["copy_s"]
+
+    # Every measured GFLOP/s is positive and at most the recorded peak of its device; each peak says how.
+    devices = set(r["matmul_gflops"])
+    assert "CPU" in devices and set(r["peak_gflops"]) == devices == set(r["peak_source"]), (
+        devices, r["peak_gflops"], r["peak_source"])
+    for device in devices:
+        assert r["peak_gflops"][device] and r["peak_gflops"][device] > 0, r["peak_gflops"]
+        assert r["peak_source"][device].strip(), f"no peak_source for {device}"
+    for device, what, g in _gflops_figures(r):
+        assert g > 0, f"{what} on {device}: {g} GFLOP/s"
+        # A convolution counted with direct-convolution FLOPs may beat the peak only through a faster algorithm
+        # (Winograd, FFT), and the page must then say so; every other figure stays at most the peak.
+        explained = what.startswith("conv") and "fewer multiplications than the direct count" in text
+        assert g <= r["peak_gflops"][device] or explained, (
+            f"{what} on {device}: {g} GFLOP/s, peak {r['peak_gflops'][device]}")
+    sizes = {tuple(sorted(by_size, key=int)) for by_size in (*r["matmul_gflops"].values(), r["numpy_gflops"])}
+    assert len(sizes) == 1 and len(next(iter(sizes))) >= 2, f"every device timed the same >= 2 sizes: {sizes}"
+    assert "FLOP/cycle" in r["peak_source"]["CPU"] or "stands in" in r["peak_source"]["CPU"], r["peak_source"]["CPU"]
+    # A CPU measurement above the peak at the clock the OS reports is explained as boost, on the page.
+    cpu_best = max(g for device, _, g in _gflops_figures(r) if device == "CPU")
+    if r["cpu_peak_at_os_clock"] and cpu_best > r["cpu_peak_at_os_clock"]:
+        assert "boost" in text, "a measurement beat the peak at the OS clock, and the page does not explain boost"
+
+    # Memory-bound op: far below the peak in GFLOP/s (1 FLOP per 12 bytes).
+    for device, by_size in r["elementwise_gb_s"].items():
+        for gbs in by_size.values():
+            assert 0 < gbs / 12 < 0.25 * r["peak_gflops"][device], (device, gbs)
+
+    # Text model: an epoch time per device present, beside the published ratios.
+    assert set(r["text_epoch_s"]) == devices and all(s > 0 for s in r["text_epoch_s"].values()), r["text_epoch_s"]
+    for published in ("198.2 s", "13.76x", "804 %", "23.2x", "blog post"):
+        assert published in text, f"the published figure {published!r} is not on the page"
+    assert r["resnet50_images_per_s"] > 0 and "measured by NVIDIA" in text
+
+    assert r["exercises_solved"] is True
+    assert run.stderr_text() == "", f"stderr on the learner's page:\n{run.stderr_text()[:2000]}"
+    assert "Traceback" not in text
+
+
+def on_cpu(run):
+    r = run.results
+    assert set(r["matmul_gflops"]) == {"CPU"} and set(r["text_epoch_s"]) == {"CPU"}, r["matmul_gflops"].keys()
+    assert r["resnet50_device"] == "CPU"
+    text = run.outputs_text()
+    assert "not measured here" in text, "the GPU column must say it was not measured here"
+    assert "no ratio to measure here" in text
+    assert "For scale, a Tesla T4" in text and "not measured here" in text
+
+
+def on_gpu(run):
+    r = run.results
+    assert set(r["matmul_gflops"]) == {"CPU", "GPU"}, r["matmul_gflops"].keys()
+    assert set(r["text_epoch_s"]) == {"CPU", "GPU"}, r["text_epoch_s"]
+    assert r["resnet50_device"] == "GPU"
+    source = r["peak_source"]["GPU"]
+    assert "datasheet peak" in source or "not in the course's table" in source, source
+    assert "crossover_n" in r and (r["crossover_n"] is None or str(r["crossover_n"]) in r["matmul_gflops"]["GPU"])
+    text = run.outputs_text()
+    assert "the GPU ran the epoch" in text, "a GPU run states its own CPU-vs-GPU ratio"
+    assert "For scale, a Tesla T4" not in text

@@ -1,0 +1,107 @@
+"""Claims of notebook 05 · batch size and learning rate, asserted on its results JSON.
+
+The scaling-rule claim (after the same 2 epochs, the largest batch trains to a higher test accuracy with
+the learning rate scaled by batch / smallest batch and warmed up than with the base rate) was checked
+over seeds 0-3 at smoke size (2,000 images: +0.20 to +0.38) and seeds 0-2 at learner size (10,000 images:
++0.06 to +0.19) on the 2-core CPU. Where a run says it did not help, the claim checks that it says so.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def check(run):
+    shared(run)
+    if run.results["gpu_count"]:
+        on_gpu(run)
+    else:
+        on_cpu(run)
+
+
+def _by_batch(values):
+    return {int(batch): value for batch, value in values.items()}
+
+
+def shared(run):
+    r = run.results
+    for key in ("gpu_count", "samples_per_s", "memory_bytes", "final_accuracy", "max_batch", "max_batch_reason",
+                "wall", "scaling_rule_helped", "t4_estimate_max_batch", "exercises_solved"):
+        assert key in r, f"results lack {key!r}"
+    text = run.outputs_text()
+
+    # Throughput: a positive figure for at least three batch sizes.
+    samples_per_s = _by_batch(r["samples_per_s"])
+    sizes = sorted(samples_per_s)
+    assert len(sizes) >= 3, f"throughput recorded for {sizes} only"
+    assert all(v > 0 and math.isfinite(v) for v in samples_per_s.values()), samples_per_s
+
+    # Memory: a peak for every batch size, how it was measured, and more memory for the largest batch.
+    peaks = _by_batch(r["memory_bytes"]["peak"])
+    assert sorted(peaks) == sizes, f"peaks for {sorted(peaks)}, throughput for {sizes}"
+    assert r["memory_bytes"]["how"].endswith("child process"), r["memory_bytes"]["how"]
+    assert all(p > 0 for p in peaks.values()), peaks
+    assert peaks[sizes[-1]] > peaks[sizes[0]], f"the peak did not grow with the batch: {peaks}"
+
+    # The wall: an out-of-memory error was caught beyond the largest batch, the process then trained on,
+    # and the doubling brackets it.
+    wall = r["wall"]
+    assert wall["error"], f"no out-of-memory error recorded: {wall}"
+    assert wall["max_batch"] >= sizes[-1] and wall["failed_at"] == 2 * wall["max_batch"], wall
+    assert wall["loss_after"] is not None and 0 < wall["loss_after"] < 10, f"no training step after the error: {wall}"
+    assert f"batch {wall['failed_at']} raised ResourceExhaustedError" in text
+
+    # Convergence: both rules for the smallest and the largest batch (and, at learner size, every one).
+    accuracy = _by_batch(r["final_accuracy"])
+    base, big = min(accuracy), max(accuracy)
+    assert base == sizes[0] and big == sizes[-1], sorted(accuracy)
+    for batch, by_rule in accuracy.items():
+        assert set(by_rule) == {"constant", "scaled"}, by_rule
+        assert all(0 <= a <= 1 for a in by_rule.values()), (batch, by_rule)
+    assert accuracy[base]["constant"] == accuracy[base]["scaled"], "at the base batch both rules are the same run"
+    # With the same learning rate and epochs, the largest batch ends below the smallest.
+    assert accuracy[big]["constant"] < accuracy[base]["constant"], accuracy
+    # The scaling rule: the recorded verdict matches the numbers, and the page says what happened.
+    helped = accuracy[big]["scaled"] > accuracy[big]["constant"]
+    assert r["scaling_rule_helped"] is helped, (r["scaling_rule_helped"], accuracy[big])
+    if helped:
+        assert (f"With the scaling rule, batch {big} reaches a higher accuracy than without it in the same budget"
+                in text)
+    else:
+        assert f"With the scaling rule, batch {big} did not reach a higher accuracy than without it" in text
+
+    assert r["exercises_solved"] is True
+    assert run.stderr_text() == "", f"stderr on the learner's page:\n{run.stderr_text()[:2000]}"
+    assert "Traceback" not in text
+
+
+def on_cpu(run):
+    r = run.results
+    text = run.outputs_text()
+    sizes = sorted(_by_batch(r["samples_per_s"]))
+    # No GPU: no measured wall, said plainly; the demo wall is a capped CPU allocator, labelled as such.
+    assert r["max_batch"] is None and r["max_batch_reason"].startswith("no GPU"), r["max_batch_reason"]
+    assert r["memory_bytes"]["how"] == "BFC allocator, CPU, child process"
+    wall = r["wall"]
+    assert wall["pretend_mib"] == 256 and wall["device"] == "the pretend 256 MiB CPU device", wall
+    assert "OOM when allocating" in wall["error"] and "bfc_cpu_allocator" in wall["error"], wall["error"]
+    # The bytes per sample of the sweep predict the wall within the doubling bracket.
+    assert wall["max_batch"] <= wall["predicted_max_batch"] < wall["failed_at"], wall
+    assert "between the last batch that fitted and the first that did not" in text
+    # Where a T4 would stop: an estimate, labelled, far beyond the batches measured here.
+    assert r["t4_estimate_max_batch"] > 10 * sizes[-1], r["t4_estimate_max_batch"]
+    assert "Estimate, not a measurement: a Tesla T4" in text
+    # Checked over seeds at smoke and learner size on this CPU: the rule helps the largest batch.
+    assert r["scaling_rule_helped"] is True, r["final_accuracy"]
+
+
+def on_gpu(run):
+    r = run.results
+    sizes = sorted(_by_batch(r["samples_per_s"]))
+    assert r["memory_bytes"]["how"] == "GPU allocator, GPU:0, child process"
+    # The wall measured on the GPU itself, recorded as max_batch.
+    assert isinstance(r["max_batch"], int) and r["max_batch"] >= sizes[-1], r["max_batch"]
+    assert r["max_batch"] == r["wall"]["max_batch"], (r["max_batch"], r["wall"])
+    assert r["wall"]["pretend_mib"] is None and r["wall"]["device"].startswith("this "), r["wall"]
+    assert "last batch before the error" in r["max_batch_reason"], r["max_batch_reason"]
+    assert "After catching it, the same process trained a batch of 32" in run.outputs_text()

@@ -1,0 +1,87 @@
+"""Claims of notebook 06 · Mixed precision, checked on its results (smoke or learner run, CPU or GPU)."""
+
+from __future__ import annotations
+
+POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
+KEYS = ("gpu_count", "underflow_fraction_fp16", "underflow_fraction_scaled", "activation_bytes", "peak_bytes",
+        "accuracy", "step_s", "skipped_step", "multiple_of_8", "memory_model_params", "exercises_solved")
+
+
+def check(run) -> None:
+    shared(run)
+    if run.results["gpu_count"]:
+        on_gpu(run)
+    else:
+        on_cpu(run)
+
+
+def shared(run) -> None:
+    r = run.results
+    for key in KEYS:
+        assert key in r, f"results lack {key!r}"
+    text = run.outputs_text()
+
+    # Underflow: some real gradients vanish in float16; the loss scale rescues (some of) them.
+    assert r["underflow_fraction_fp16"] > 0, f"no gradient underflowed in float16: {r['underflow_fraction_fp16']}"
+    assert r["underflow_fraction_scaled"] < r["underflow_fraction_fp16"], (
+        f"scaling did not reduce underflow: {r['underflow_fraction_scaled']} vs {r['underflow_fraction_fp16']}")
+
+    # Memory: 16-bit activations about halve a step's memory, computed and measured on the same model.
+    act, peak = r["activation_bytes"], r["peak_bytes"]
+    assert set(act) == set(peak) == set(POLICIES), (sorted(act), sorted(peak))
+    assert all(v["how"] == "computed from output shapes" for v in act.values()), act
+    assert all(v["bytes"] > 0 and v["allocator"] for v in peak.values()), peak
+    assert act["mixed_float16"]["bytes"] <= 0.55 * act["float32"]["bytes"], act
+    assert peak["mixed_float16"]["bytes"] <= 0.60 * peak["float32"]["bytes"], (
+        f"mixed_float16 peak {peak['mixed_float16']['bytes']} > 60 % of float32's {peak['float32']['bytes']}")
+    params = r["memory_model_params"]
+    assert params["notebook"] == params["child"], f"the measured model is not the trained one: {params}"
+    assert "peaked at" in text and "of float32's bytes (measured on this" in text
+
+    # The inf/NaN step was skipped (no update) and the scale halved.
+    s = r["skipped_step"]
+    assert s["skipped"] is True, s
+    assert s["iterations_after"] == s["iterations_before"], s
+    assert s["scale_after"] == s["scale_before"] / 2, s
+    assert "apply_gradients skipped the update" in text
+
+    # Speed and accuracy: the same budget under each policy; accuracy of each mixed policy within 2 points.
+    assert set(r["step_s"]) == set(r["accuracy"]) == set(POLICIES)
+    assert all(t and t > 0 for t in r["step_s"].values()), r["step_s"]
+    for policy in ("mixed_float16", "mixed_bfloat16"):
+        gap = abs(r["accuracy"][policy] - r["accuracy"]["float32"])
+        assert gap <= 0.02, f"{policy} accuracy {r['accuracy'][policy]:.3f} vs float32 {r['accuracy']['float32']:.3f}"
+    assert all(0.1 < a <= 1 for a in r["accuracy"].values()), f"no better than chance: {r['accuracy']}"
+    # Each printed speed sentence says what the measured ratio says.
+    for policy in ("mixed_float16", "mixed_bfloat16"):
+        ratio = r["step_s"]["float32"] / r["step_s"][policy]
+        word = "faster than" if ratio >= 1.1 else "slower than" if ratio <= 1 / 1.1 else "about as fast as"
+        assert f"{policy} ran " in text and word in text.split(f"{policy} ran ", 1)[1][:40], (policy, ratio)
+
+    assert r["exercises_solved"] is True
+    assert run.stderr_text() == "", f"stderr on the learner's page:\n{run.stderr_text()[:2000]}"
+    assert "Traceback" not in text
+    assert "WARNING" not in text, "a TensorFlow warning reached the page"
+
+
+def on_cpu(run) -> None:
+    r = run.results
+    text = run.outputs_text()
+    assert list(r["multiple_of_8"]) == ["skipped"], r["multiple_of_8"]
+    assert "Skipped: this machine has no GPU" in text
+    assert all("CPU:0" in v["allocator"] for v in r["peak_bytes"].values()), r["peak_bytes"]
+    assert "on this CPU (measured)" in text and "CPU flags:" in text
+    # Without float16 instructions the CPU computes float16 by conversion: slower than float32, by far.
+    if not {"avx512_fp16", "amx_fp16"} & set(r["cpu_flags"]):
+        assert r["step_s"]["mixed_float16"] > r["step_s"]["float32"], r["step_s"]
+        assert "it has no float16 arithmetic" in text
+
+
+def on_gpu(run) -> None:
+    r = run.results
+    text = run.outputs_text()
+    timed = r["multiple_of_8"]
+    assert set(timed) == {"4096", "4095"} and all(v["tflops"] > 0 and v["s"] > 0 for v in timed.values()), timed
+    assert "the multiple of 8 ran" in text
+    assert all("GPU:0" in v["allocator"] for v in r["peak_bytes"].values()), r["peak_bytes"]
+    assert "on this GPU (measured)" in text

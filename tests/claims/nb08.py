@@ -1,0 +1,121 @@
+"""Claims of notebook 08 · GPU clusters, on any hardware."""
+
+from __future__ import annotations
+
+import math
+
+KEYS = ("gpu_count", "workers", "epochs", "collective", "worker_devices", "killed_at_epoch", "resumed_from_epoch",
+        "optimizer_step", "final_epoch", "losses", "weights_checksums", "run_1", "run_2", "in_kernel_strategy",
+        "backup_and_restore", "manifest_valid", "manifest_report", "manifest_errors", "lenient_errors",
+        "dockerfile_problems", "dockerfile_careless_problems", "worker_processes", "workers_alive",
+        "leftover_children", "ports", "ports_busy", "exercises_solved")
+
+
+def check(run) -> None:
+    shared(run)
+    if run.results["gpu_count"]:
+        on_gpu(run)
+    else:
+        on_cpu(run)
+
+
+def _nothing_left_running(r) -> None:
+    """No worker process lives now, none was a child of the kernel at its end, and no worker holds a port."""
+    from helpers import cluster
+
+    assert r["worker_processes"] and len(r["worker_processes"]) == 2 * r["workers"], r["worker_processes"]
+    assert r["workers_alive"] == [] and r["leftover_children"] == [], (r["workers_alive"], r["leftover_children"])
+    assert r["ports_busy"] == [], f"ports still held at the end of the notebook: {r['ports_busy']}"
+    alive = [w for w in r["worker_processes"] if cluster.process_alive(w["pid"], w["started"])]
+    assert not alive, f"worker processes outlived the notebook: {alive}"
+    assert len(set(r["ports"])) == 2 * r["workers"], r["ports"]
+    held = [port for port in r["ports"] if not cluster.port_is_free(port)]
+    if held:  # another program may have taken a freed port since; it must not be one of the workers
+        import psutil
+
+        pids = {w["pid"] for w in r["worker_processes"]}
+        owners = {c.pid for c in psutil.net_connections(kind="tcp") if c.laddr and c.laddr.port in held}
+        assert not owners & pids, f"workers still hold ports {held}"
+
+
+def shared(run) -> None:
+    r = run.results
+    for key in KEYS:
+        assert key in r, f"results lack {key!r}"
+    workers = r["workers"]
+
+    # A cluster of at least two workers trained; every worker said where it ran.
+    assert workers >= 2, r["workers"]
+    assert len(r["worker_devices"]) == workers and all(len(d) == 1 for d in r["worker_devices"]), r["worker_devices"]
+    assert "Collective ops must be configured at program startup" in r["in_kernel_strategy"], r["in_kernel_strategy"]
+
+    # Fault tolerance: killed during an epoch, resumed from a saved epoch, finished.
+    killed, resumed, final = r["killed_at_epoch"], r["resumed_from_epoch"], r["final_epoch"]
+    assert 0 < resumed <= killed < final, (resumed, killed, final)
+    assert final == r["epochs"], (final, r["epochs"])
+    run_1, run_2 = r["run_1"], r["run_2"]
+    assert run_1["exit_codes"][-1] == -9 and run_1["ended"][-1] == "killed (SIGKILL)", run_1
+    assert all(code not in (0, None) for code in run_1["exit_codes"][:-1]), f"a survivor finished? {run_1}"
+    assert run_2["exit_codes"] == [0] * workers, run_2
+    assert f"ckpt-{resumed}" in run_1["checkpoints"], run_1["checkpoints"]
+    steps = r["optimizer_step"] // resumed
+    assert r["optimizer_step"] == resumed * steps and steps >= 10, r["optimizer_step"]
+
+    # The loss curve across the restart: run 1 up to the checkpoint, run 2 from the next epoch to the end.
+    before, after = r["losses"]["run 1"], r["losses"]["run 2"]
+    assert [e for e, _ in before][:resumed] == list(range(1, resumed + 1)), before
+    assert [e for e, _ in after] == list(range(resumed + 1, final + 1)), after
+    assert all(math.isfinite(loss) and loss > 0 for _, loss in before + after)
+    assert after[0][1] < before[0][1], f"the restart did not continue training: {before} then {after}"
+    assert after[-1][1] < before[0][1]
+
+    # Every worker ends with the same weights.
+    sums = r["weights_checksums"]
+    assert len(sums) == workers and max(sums) - min(sums) <= 1e-6 * max(1.0, abs(sums[0])), sums
+
+    # BackupAndRestore kept both files and replayed the interrupted epoch from its start.
+    br = r["backup_and_restore"]
+    assert set(br["files"]) >= {"latest.weights.h5", "training_metadata.json"}, br
+    assert br["metadata"]["epoch"] == br["interrupted_epoch"] - 1, br
+    assert "optimizer" in br["weights_groups"], br
+    assert br["epochs_after_restart"] == list(range(br["interrupted_epoch"], r["epochs"] + 1)), br
+    assert br["left"] == "gone", br
+
+    # Manifests valid; every broken copy rejected; the lenient schemas miss what the notebook says they miss.
+    assert r["manifest_valid"] is True and not any(r["manifest_report"].values()), r["manifest_report"]
+    assert {"job/tf-train", "service/tf-train", "tfjob/tf-train"} <= set(r["manifest_report"])
+    errors = r["manifest_errors"]
+    assert len(errors) >= 3 and all(errors.values()), errors
+    assert any("completionsMode" in e for e in errors["Job: completionsMode"]), errors
+    assert any("'replica' was unexpected" in e for e in errors["TFJob: replica"]), errors
+    assert any("Indexd" in e for e in errors["Job: completionMode Indexd"]), errors
+    assert not any(r["lenient_errors"].values()), r["lenient_errors"]
+    assert r["dockerfile_problems"] == [], r["dockerfile_problems"]
+    assert len(r["dockerfile_careless_problems"]) >= 3, r["dockerfile_careless_problems"]
+
+    _nothing_left_running(r)
+
+    text = run.outputs_text()
+    assert f"died halfway through epoch {killed}" in text
+    assert "identical weights" in text and "training went on from the checkpoint" in text
+    assert r["exercises_solved"] is True
+    assert run.stderr_text() == "", f"stderr on the learner's page:\n{run.stderr_text()[:2000]}"
+    assert "Traceback" not in text
+
+
+def on_cpu(run) -> None:
+    r = run.results
+    assert r["collective"] == "RING", r["collective"]
+    assert all(d[0].endswith("/device:CPU:0") for d in r["worker_devices"]), r["worker_devices"]
+    assert "No GPU: each of the" in run.outputs_text()
+
+
+def on_gpu(run) -> None:
+    r = run.results
+    assert all("/device:GPU:" in d[0] for d in r["worker_devices"]), r["worker_devices"]
+    if r["gpu_count"] >= r["workers"]:
+        assert r["collective"] == "NCCL", r["collective"]
+        assert "gets its own GPU" in run.outputs_text()
+    else:
+        assert r["collective"] == "RING", r["collective"]
+        assert "share GPU 0" in run.outputs_text()

@@ -1,0 +1,97 @@
+"""Claims of notebook 09 · Choosing a GPU, on any hardware."""
+
+from __future__ import annotations
+
+import math
+
+from helpers import data
+
+GIB = 2**30
+IN_TABLE = {"NVIDIA A100-SXM4-80GB": "A100 SXM4 80 GB", "Tesla T4": "Tesla T4", "NVIDIA L4": "L4"}
+NOT_IN_TABLE = ("NVIDIA H100 PCIe", "NVIDIA GeForce GTX 1080 Ti")
+MEASURED_BY_NVIDIA = ("Tesla V100 SXM2", "A100 SXM4 40 GB")
+
+
+def check(run) -> None:
+    shared(run)
+    if run.results["gpu_count"]:
+        on_gpu(run)
+    else:
+        on_cpu(run)
+
+
+def shared(run) -> None:
+    r = run.results
+    for key in ("gpu_count", "exercises_solved", "spec_sources", "lookup_demo", "detected", "estimated_bytes",
+                "measured_bytes", "estimate_error", "estimate_parts", "fits", "example_job", "jobs", "images_per_s",
+                "run_cost", "run_job", "cpu_training_days", "nvml_readings"):
+        assert key in r, f"results lack {key!r}"
+    specs = {g["name"]: g for g in data.load_gpu_specs()}
+
+    # Every spec row has a source, and the notebook recorded every row.
+    assert set(r["spec_sources"]) == set(specs), sorted(set(specs) ^ set(r["spec_sources"]))
+    assert all(source.strip() for source in r["spec_sources"].values()), r["spec_sources"]
+
+    # The lookup: names in the table find their row, names not in it find none.
+    for name, row in IN_TABLE.items():
+        assert r["lookup_demo"][name] == row, (name, r["lookup_demo"][name])
+    for name in NOT_IN_TABLE:
+        assert r["lookup_demo"][name] is None, (name, r["lookup_demo"][name])
+    assert "not in the table" in run.outputs_text()
+    assert len(r["detected"]) == r["gpu_count"], r["detected"]
+
+    # The memory estimate is within 25 % of the peak measured in the same run, and adds up.
+    measured, estimated = r["measured_bytes"]["bytes"], r["estimated_bytes"]
+    assert measured > 0 and estimated > 0
+    assert "get_memory_info" in r["measured_bytes"]["how"] and "reset_memory_stats" in r["measured_bytes"]["how"]
+    assert math.isclose(r["estimate_error"], (estimated - measured) / measured, rel_tol=1e-9)
+    assert abs(r["estimate_error"]) <= 0.25, f"estimate {estimated:,} vs measured {measured:,} bytes"
+    parts = r["estimate_parts"]
+    assert parts["total"] == estimated == sum(v for k, v in parts.items() if k != "total")
+    assert parts["optimizer_state"] == 2 * parts["gradients"], parts  # Adam: two float32 slots per weight
+    assert parts["weight_copies"] == 0 and parts["activations"] > 0, parts  # float32 step
+
+    # Which GPUs fit the example job: one answer per GPU, by 90 % of binary GB; more memory never fits less.
+    need = r["example_job"]["bytes"]
+    assert r["jobs"][r["example_job"]["name"]] == need
+    assert set(r["fits"]) == set(specs)
+    for name, ok in r["fits"].items():
+        assert ok == (need <= 0.9 * specs[name]["memory_gb"] * GIB), (name, ok)
+    mixed, fp32 = r["jobs"]["ResNet-50 b256 mixed_float16"], r["jobs"]["ResNet-50 b256 float32"]
+    assert 0.4 < mixed / fp32 < 0.6, (mixed, fp32)  # mixed precision halves the activations, which dominate
+
+    # Time, energy and cost of the run on every GPU: the arithmetic, and where each rate comes from.
+    images = r["run_job"]["images"]
+    assert set(r["run_cost"]) == set(specs)
+    for name, c in r["run_cost"].items():
+        assert math.isclose(c["hours"], images / c["images_per_s"] / 3600, rel_tol=1e-9), name
+        assert math.isclose(c["kwh"], c["hours"] * specs[name]["tdp_w"] / 1000, rel_tol=1e-9), name
+        kind = "measured by NVIDIA" if name in MEASURED_BY_NVIDIA else "scaled from"
+        assert c["rate_source"].startswith(kind), (name, c["rate_source"])
+        assert c["cost"] is None, f"{name}: a cost without a price (PRICE_PER_HOUR is empty by default)"
+    assert r["run_cost"]["A100 SXM4 40 GB"]["images_per_s"] == 2375.0
+    assert r["images_per_s"]["CPU:0"] > 0 and r["cpu_training_days"] > 0
+    assert "units of this CPU's time per unit of GPU time" in run.outputs_text()  # the seed's claim, set beside
+    assert "measured on this CPU" in run.outputs_text() and "measured by NVIDIA" in run.outputs_text()
+
+    assert r["exercises_solved"] is True
+    assert run.stderr_text() == "", f"stderr on the learner's page:\n{run.stderr_text()[:2000]}"
+    assert "Traceback" not in run.outputs_text()
+
+
+def on_cpu(run) -> None:
+    r = run.results
+    assert r["measured_bytes"]["how"].startswith("get_memory_info('CPU:0')"), r["measured_bytes"]["how"]
+    assert "TF_CPU_ALLOCATOR_USE_BFC" in r["measured_bytes"]["how"]
+    assert r["detected"] == [] and set(r["images_per_s"]) == {"CPU:0"}, r["images_per_s"]
+    if not r["nvml_readings"]:
+        assert "No GPU here" in run.outputs_text()
+
+
+def on_gpu(run) -> None:
+    r = run.results
+    assert r["measured_bytes"]["how"].startswith("get_memory_info('GPU:0')"), r["measured_bytes"]["how"]
+    assert r["images_per_s"]["GPU:0"] > r["images_per_s"]["CPU:0"], r["images_per_s"]
+    assert len(r["nvml_readings"]) >= r["gpu_count"], r["nvml_readings"]
+    assert all(d["note"] for d in r["detected"]), r["detected"]
+    assert "read now through NVML" in run.outputs_text()

@@ -1,0 +1,138 @@
+"""Tests for helpers.batching (notebook 05)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pytest
+
+from helpers import batching
+
+
+# ---------------------------------------------------------------- BATCH_SIZES
+@pytest.mark.parametrize("sizes", [[32, 128, 512], [8, 16, 32, 64, 128, 256, 512, 4096], (16, 48, 100)])
+def test_run_sizes_accepts_three_to_eight_increasing_sizes(sizes):
+    assert batching.run_sizes(sizes) == list(sizes)
+
+
+@pytest.mark.parametrize("sizes", [
+    [32, 512],  # fewer than 3
+    [128, 32, 512],  # unsorted
+    [32, 32, 512],  # repeated
+    [32, 64, 128, 256, 512, 1024, 2048, 4096, 4096 + 1],  # 9 sizes, and above 4096
+    [4, 8, 16],  # below 8
+    [32, 64, 8192],  # above 4096
+])
+def test_run_sizes_refuses_unusable_lists_naming_the_parameter(sizes):
+    with pytest.raises(ValueError, match=r"BATCH_SIZES=.*increasing order"):
+        batching.run_sizes(sizes)
+
+
+@pytest.mark.parametrize("sizes", ["32,64,128", [], [32, 64.0, 128], [32, True, 128], 512])
+def test_run_sizes_refuses_non_lists_through_the_params_rule(sizes):
+    with pytest.raises(ValueError, match="BATCH_SIZES"):
+        batching.run_sizes(sizes)
+
+
+# ---------------------------------------------------------------- the model
+def test_small_cnn_maps_images_to_ten_logits():
+    import numpy as np
+
+    model = batching.small_cnn()
+    assert model.input_shape == (None, 28, 28, 1) and model.output_shape == (None, 10)
+    assert model.layers[-1].activation.__name__ == "linear"  # logits: train with from_logits=True
+    assert model(np.zeros((2, 28, 28, 1), "float32")).shape == (2, 10)
+
+
+def test_compiled_cnn_uses_sgd_with_momentum_and_trains_a_step():
+    import numpy as np
+
+    model = batching.compiled_cnn(0.05)
+    assert type(model.optimizer).__name__ == "SGD" and model.optimizer.momentum == 0.9
+    assert float(model.optimizer.learning_rate) == pytest.approx(0.05)
+    loss = model.train_on_batch(np.zeros((4, 28, 28, 1), "float32"), np.arange(4))
+    assert 0 < float(loss) < 10
+
+
+def test_loss_probe_measures_before_training_and_every_few_steps():
+    import numpy as np
+
+    x, y = np.random.default_rng(0).random((16, 28, 28, 1), "float32"), np.arange(16) % 10
+    model = batching.compiled_cnn()
+    probe = batching.loss_probe(x, y, every=3)
+    model.fit(x, y, batch_size=2, epochs=1, verbose=0, callbacks=[probe])  # 8 steps
+    assert [step for step, _ in probe.points] == [0, 3, 6]
+    assert all(0 < loss < 10 for _, loss in probe.points)
+    model.fit(x, y, batch_size=4, epochs=1, verbose=0, callbacks=[probe])  # steps 9 to 12; the count goes on
+    assert [step for step, _ in probe.points] == [8, 9, 12]
+    with pytest.raises(ValueError, match="every"):
+        batching.loss_probe(x, y, every=0)
+
+
+# ---------------------------------------------------------------- memory arithmetic
+def test_bytes_per_sample_is_the_slope_between_the_two_largest_batches():
+    peaks = {"32": 37e6, "64": 38e6, "256": 58e6, "512": 96e6}  # JSON keys are strings
+    assert batching.bytes_per_sample(peaks) == pytest.approx(38e6 / 256)
+    assert batching.bytes_per_sample({512: 96e6, 256: 58e6}) == pytest.approx(38e6 / 256)  # any order
+
+
+@pytest.mark.parametrize("peaks", [{512: 96e6}, {256: 96e6, 512: 96e6}, {256: 99e6, 512: 96e6}])
+def test_bytes_per_sample_refuses_too_few_or_flat_peaks(peaks):
+    with pytest.raises(ValueError, match="peaks"):
+        batching.bytes_per_sample(peaks)
+
+
+def test_predicted_max_batch_extrapolates_from_the_largest_batch():
+    peaks = {256: 60e6, 512: 110e6}  # 195,312.5 bytes per sample
+    assert batching.predicted_max_batch(peaks, 110e6) == 512
+    assert batching.predicted_max_batch(peaks, 110e6 + 195_312.5 * 100) == 612
+    assert batching.predicted_max_batch(peaks, 256 * 2**20) == 512 + int((256 * 2**20 - 110e6) / 195_312.5)
+
+
+def test_predicted_max_batch_is_zero_when_even_the_fixed_part_does_not_fit():
+    assert batching.predicted_max_batch({256: 60e6, 512: 110e6}, 1e6) == 0
+
+
+@pytest.mark.parametrize("memory", [0, -1, None, "16 GB"])
+def test_predicted_max_batch_refuses_a_bad_memory_size(memory):
+    with pytest.raises(ValueError, match="memory_bytes"):
+        batching.predicted_max_batch({256: 60e6, 512: 110e6}, memory)
+
+
+# ---------------------------------------------------------------- tables and plots
+def test_memory_table_lists_every_batch_in_order():
+    lines = batching.memory_table({"512": 96.7e6, "32": 37e6}).splitlines()
+    assert lines[0].split()[0] == "batch" and [ln.split()[0] for ln in lines[1:]] == ["32", "512"]
+    assert "96.7" in lines[2]
+
+
+def test_accuracy_table_shows_both_rules_and_the_difference():
+    accuracy = {"512": {"constant": 0.585, "scaled": 0.64}, "32": {"constant": 0.8, "scaled": 0.8}}
+    table = batching.accuracy_table(accuracy, {"512": 40, "32": 626})
+    rows = table.splitlines()
+    assert rows[1].split() == ["32", "626", "0.800", "0.800", "+0.000"]
+    assert rows[2].split() == ["512", "40", "0.585", "0.640", "+0.055"]
+
+
+def test_plot_by_batch_draws_one_line_per_curve_on_a_log2_axis():
+    ax = batching.plot_by_batch({"sweep": {32: 37e6, 512: 96e6}, "wall": {512: 96e6, 1024: 190e6}, "empty": {}},
+                                ylabel="peak MB", title="memory", scale=1e6)
+    assert len(ax.lines) == 3 and ax.get_xscale() == "log"
+    assert list(ax.lines[1].get_ydata()) == [96.0, 190.0]
+    ax = batching.plot_by_batch({"wall": {512: 96e6, 1024: 190e6}}, ylabel="", title="", wall=2048)
+    assert ax.lines[-1].get_label() == "out of memory at 2048" and 2048 in ax.get_xticks()
+    plt.close("all")
+    with pytest.raises(ValueError, match="curves"):
+        batching.plot_by_batch({}, ylabel="", title="")
+
+
+def test_plot_convergence_keeps_a_batch_size_the_same_colour_in_both_panels():
+    losses = {32: {"constant": [(0, 2.3), (1, 0.6)], "scaled": [(0, 2.3), (1, 0.6)]},
+              512: {"constant": [(0, 2.3), (1, 1.6)], "scaled": [(0, 2.3), (0.5, 1.9), (1, 1.2)]}}
+    accuracy = {32: {"constant": 0.8, "scaled": 0.8}, 512: {"constant": 0.6, "scaled": 0.7}}
+    fig = batching.plot_convergence(losses, accuracy)
+    left, middle, right = fig.axes
+    assert [ln.get_color() for ln in left.lines] == [ln.get_color() for ln in middle.lines]
+    assert list(right.lines[1].get_ydata()) == [0.8, 0.7]
+    plt.close("all")
+    with pytest.raises(ValueError, match="losses"):
+        batching.plot_convergence({}, {})

@@ -1,0 +1,345 @@
+"""Tests for the exercise checks of notebook 03: model answers pass, constants and plausible mistakes get hints."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from helpers import bench
+from helpers.check import nb03 as check
+from helpers.timing import crossover as model_crossover
+
+
+def test_checks_are_exported():
+    assert set(check.__all__) == {"gflops", "time_it", "crossover"}
+
+
+@pytest.mark.parametrize("fn", [check.gflops, check.time_it, check.crossover])
+def test_placeholder_is_not_filled(fn):
+    assert "Not answered" in fn(...).message
+    assert not fn(None).ok
+
+
+@pytest.mark.parametrize("fn, name", [(check.gflops, "gflops"), (check.time_it, "time_it"),
+                                      (check.crossover, "crossover")])
+def test_a_function_still_returning_none_is_not_answered_yet(fn, name):
+    def placeholder(*args):
+        ...  # the notebook's cell before the learner writes anything
+
+    fb = fn(placeholder)
+    assert not fb.ok and fb.message.startswith(f"Not answered yet: `{name}` returns None"), fb.message
+
+
+# ---------------------------------------------------------------- exercise 1: gflops(n, seconds)
+def test_gflops_accepts_the_model_answer():
+    fb = check.gflops(lambda n, seconds: 2 * n**3 / seconds / 1e9)
+    assert fb.ok and "2·n³" in fb.message
+
+
+def test_gflops_accepts_helpers_bench_gflops():
+    assert check.gflops(lambda n, seconds: bench.gflops(2 * n**3, seconds)).ok
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (214.748, "a number alone cannot pass"),  # the right value for n=1024, 10 ms, as a constant
+    (lambda n, s: 214.748, "same number for every size"),
+    (lambda n, s: n**3 / s / 1e9, "2 FLOPs"),
+    (lambda n, s: 2 * n**3 / s, "divide by 1e9"),
+    (lambda n, s: n**3 / s, "count 2 FLOPs per multiply-add"),
+    (lambda n, s: 2 * n**3 / s / 2**30, "not 2**30"),
+    (lambda n, s: 2 * n**3 / s / 1e12, "TFLOP/s"),
+    (lambda n, s: 2 * n**3 * s / 1e9, "multiplied by the seconds"),
+    (lambda n, s: 2 * n**2 / s / 1e9, "2·n³"),
+    (lambda n, s: round(2 * n**3 / s / 1e9, 1), "don't round"),
+    (lambda n, s: round(2 * n**3 / s / 1e9), "don't round"),
+    (lambda n, s: n**2 * (2 * n - 1) / s / 1e9, "a multiply and an add per term"),
+    (lambda n, s: str(2 * n**3 / s / 1e9), "return a number"),
+    (lambda n: 1.0, "raised TypeError"),
+])
+def test_gflops_explains_mistakes(answer, hint):
+    fb = check.gflops(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+# ---------------------------------------------------------------- exercise 2: time_it(fn)
+def _waits_with_numpy(fn):
+    start = time.perf_counter()
+    fn().numpy()
+    return time.perf_counter() - start
+
+
+def _waits_with_synchronize(fn):
+    start = time.perf_counter()
+    fn()
+    bench.synchronize()
+    return time.perf_counter() - start
+
+
+def _does_not_wait(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+@pytest.mark.parametrize("answer", [_waits_with_numpy, _waits_with_synchronize,
+                                    lambda fn: bench.benchmark(fn, warmup=1, repeats=3).median])
+def test_time_it_accepts_timers_that_wait(answer):
+    from helpers import env
+
+    env.tensorflow()  # synchronize() waits only when TensorFlow is imported, as in the notebook
+    fb = check.time_it(answer)
+    assert fb.ok, fb.message
+
+
+def _constant_after_calling(fn):
+    fn()
+    return 0.2  # a plausible time, whatever the work
+
+
+def _sleeps_instead_of_waiting(pause):
+    def timer(fn):
+        start = time.perf_counter()
+        fn()
+        time.sleep(pause)  # a guess at the work's length, not a wait for it
+        return time.perf_counter() - start
+
+    return timer
+
+
+def _two_calls_in_a_row(fn):
+    start = time.perf_counter()
+    fn().numpy()
+    fn().numpy()
+    return time.perf_counter() - start
+
+
+def _end_and_start_swapped(fn):
+    start = time.perf_counter()
+    fn().numpy()
+    return start - time.perf_counter()
+
+
+def _cpu_time(fn):
+    start = time.process_time()
+    fn().numpy()
+    return time.process_time() - start
+
+
+def _absolute_reading(fn):
+    fn().numpy()
+    return time.perf_counter()
+
+
+def _absolute_wall_clock(fn):
+    fn().numpy()
+    return time.time()
+
+
+def _waits_after_the_clock(fn):
+    start = time.perf_counter()
+    result = fn()
+    elapsed = time.perf_counter() - start
+    result.numpy()
+    return elapsed
+
+
+def _returns_the_result(fn):
+    return fn()
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (_constant_after_calling, "same number whatever the work takes"),
+    (_sleeps_instead_of_waiting(0.3), "never waited for the result"),
+    (_sleeps_instead_of_waiting(1.0), "never waited for the result"),
+    (_two_calls_in_a_row, "several calls together (you called `fn()` 2 times)"),
+    (_end_and_start_swapped, "negative"),
+    (_end_and_start_swapped, "Subtract start from end"),
+    (_cpu_time, "Use wall time, time.perf_counter()"),
+    (_absolute_reading, "a clock reading itself"),
+    (_absolute_wall_clock, "a clock reading itself"),
+    (_waits_after_the_clock, "after the second clock reading"),
+    (_returns_the_result, "return the seconds it took"),
+])
+def test_time_it_refuses_what_the_review_found(answer, hint):
+    from helpers import env
+
+    env.tensorflow()
+    fb = check.time_it(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+    assert "milliseconds" not in fb.message
+
+
+def test_time_it_refuses_every_constant_because_the_work_varies():
+    lows = [0.9 * s for s in check.TIME_IT_WORK_S]
+    highs = [1.3 * s + 0.05 for s in check.TIME_IT_WORK_S]
+    assert max(lows) > min(highs), "some constant would fall inside every accepted range"
+
+
+def test_time_it_ranges_are_tight_whatever_the_call_count():
+    for seconds in check.TIME_IT_WORK_S:
+        assert check._in_range(seconds * 1.05, seconds)
+        assert not check._in_range(seconds * 2, seconds)  # two calls' worth, even from one call
+        assert not check._in_range(seconds * 0.8, seconds)
+
+
+def test_fake_result_records_a_wait_only_when_the_answer_waits():
+    op = check.FakeAsyncOp(0.01)
+    op()
+    op.wait_all()  # the check's clean-up
+    assert not op.waited
+    op().numpy()
+    assert op.waited
+    float_op = check.FakeAsyncOp(0.01)
+    assert float(float_op()) == 1.0 and float_op.waited
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (_does_not_wait, "stopped before the work finished"),
+    (lambda fn: _waits_with_numpy(fn) * 1000, "milliseconds"),
+    (lambda fn: bench.benchmark(fn, warmup=0, repeats=2), "whole benchmark result"),
+    (lambda fn: sum(bench.benchmark(fn, warmup=0, repeats=3).times), "several calls"),
+    (lambda fn: 0.15, "never called"),
+    (0.3, "a number alone cannot pass"),
+    (lambda fn: None, "`time_it` returns None"),
+    (lambda fn: "0.2", "return the elapsed seconds"),
+    (lambda: 1.0, "raised TypeError"),
+])
+def test_time_it_explains_mistakes(answer, hint):
+    from helpers import env
+
+    env.tensorflow()
+    fb = check.time_it(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+def test_fake_async_op_returns_at_once_and_its_result_waits():
+    op = check.FakeAsyncOp(0.1)
+    start = time.perf_counter()
+    result = op()
+    assert time.perf_counter() - start < 0.05
+    result.numpy()
+    assert time.perf_counter() - start >= 0.09 and op.calls == 1
+
+
+def test_time_it_restores_tensorflow_after_the_check():
+    from helpers import env
+
+    tf = env.tensorflow()
+    from tensorflow.python.eager import context
+
+    before = (context.async_wait, tf.test.experimental.sync_devices)
+    check.time_it(_waits_with_synchronize)
+    assert (context.async_wait, tf.test.experimental.sync_devices) == before
+
+
+# ---------------------------------------------------------------- exercise 3: crossover(sizes, cpu_s, gpu_s)
+def test_crossover_accepts_the_model_answer():
+    fb = check.crossover(model_crossover)
+    assert fb.ok and "None" in fb.message
+
+
+def _walk_down_from_the_largest(sizes, cpu_s, gpu_s):  # the notebook's solution_3
+    found = None
+    for n, cpu, gpu in reversed(list(zip(sizes, cpu_s, gpu_s, strict=True))):
+        if gpu >= cpu:
+            break
+        found = n
+    return found
+
+
+def _first_size_winning_everywhere_after(sizes, cpu_s, gpu_s):
+    wins = [g < c for c, g in zip(cpu_s, gpu_s, strict=True)]
+    return next((n for i, n in enumerate(sizes) if all(wins[i:])), None)
+
+
+@pytest.mark.parametrize("answer", [_walk_down_from_the_largest, _first_size_winning_everywhere_after])
+def test_crossover_accepts_other_right_answers(answer):
+    assert check.crossover(answer).ok
+
+
+def _first_win(sizes, cpu_s, gpu_s):
+    return next((n for n, c, g in zip(sizes, cpu_s, gpu_s, strict=True) if g < c), None)
+
+
+def _index(sizes, cpu_s, gpu_s):
+    n = model_crossover(sizes, cpu_s, gpu_s)
+    return None if n is None else sizes.index(n)
+
+
+def _zero_for_never(sizes, cpu_s, gpu_s):
+    n = model_crossover(sizes, cpu_s, gpu_s)
+    return 0 if n is None else n
+
+
+def _reversed(sizes, cpu_s, gpu_s):
+    return model_crossover(sizes, gpu_s, cpu_s)
+
+
+def _wins_here_and_at_the_next_size(sizes, cpu_s, gpu_s):
+    wins = [g < c for c, g in zip(cpu_s, gpu_s, strict=True)]
+    return next((n for i, n in enumerate(sizes) if wins[i] and (i + 1 == len(sizes) or wins[i + 1])), None)
+
+
+def _tie_counts_as_a_win(sizes, cpu_s, gpu_s):
+    found = None
+    for n, cpu, gpu in reversed(list(zip(sizes, cpu_s, gpu_s, strict=True))):
+        if gpu > cpu:  # `gpu <= cpu` counted as a GPU win
+            break
+        found = n
+    return found
+
+
+def _forward_tie_counts_as_a_win(sizes, cpu_s, gpu_s):
+    wins = [g <= c for c, g in zip(cpu_s, gpu_s, strict=True)]
+    return next((n for i, n in enumerate(sizes) if all(wins[i:])), None)
+
+
+def _as_text(sizes, cpu_s, gpu_s):
+    n = model_crossover(sizes, cpu_s, gpu_s)
+    return None if n is None else str(n)
+
+
+def _largest_if_the_gpu_wins_there(sizes, cpu_s, gpu_s):
+    return sizes[-1] if gpu_s[-1] < cpu_s[-1] else None
+
+
+def _never_none(sizes, cpu_s, gpu_s):
+    n = model_crossover(sizes, cpu_s, gpu_s)
+    return sizes[-1] if n is None else n
+
+
+def _none_only_when_the_gpu_never_wins(sizes, cpu_s, gpu_s):
+    if not any(g < c for c, g in zip(cpu_s, gpu_s, strict=True)):
+        return None
+    return model_crossover(sizes, cpu_s, gpu_s) or sizes[-1]
+
+
+def test_crossover_cases_cover_the_mistakes_the_review_found():
+    answers = [model_crossover(*case) for case in check.CROSSOVER_CASES]
+    assert answers.count(None) >= 3, "the None branch is tested more than once"
+    assert any(any(c == g for c, g in zip(cpu, gpu, strict=True)) for _, cpu, gpu in check.CROSSOVER_CASES)
+    wins_mid_loses_last = [(cpu, gpu) for _, cpu, gpu in check.CROSSOVER_CASES
+                           if gpu[-1] >= cpu[-1] and any(g < c for c, g in zip(cpu, gpu, strict=True))]
+    assert wins_mid_loses_last, "a case where the GPU wins mid-way but loses at the largest size"
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (256, "a number alone cannot pass"),  # right for the notebook's example, as a constant
+    (lambda sizes, cpu_s, gpu_s: 256, "you returned 256"),
+    (_first_win, "loses again at a larger size"),
+    (_index, "a position"),
+    (_zero_for_never, "return None, not 0"),
+    (_reversed, "the GPU is faster from 256 on"),
+    (_wins_here_and_at_the_next_size, "loses again at a larger size"),
+    (_tie_counts_as_a_win, "counted a tie as a GPU win"),
+    (_forward_tie_counts_as_a_win, "counted a tie as a GPU win"),
+    (_as_text, "not a string"),
+    (_largest_if_the_gpu_wins_there, "the GPU is faster from 256 on"),
+    (_never_none, "the answer is None"),
+    (_none_only_when_the_gpu_never_wins, "the answer is None"),
+    (lambda sizes: None, "raised TypeError"),
+])
+def test_crossover_explains_mistakes(answer, hint):
+    fb = check.crossover(answer)
+    assert not fb.ok and hint in fb.message, fb.message

@@ -1,0 +1,136 @@
+"""Checks of notebook 04: model answers pass; constants and plausible mistakes are refused with the right hint."""
+
+import pytest
+
+from helpers.check import nb04 as check
+
+tf = pytest.importorskip("tensorflow")
+A = tf.data.AUTOTUNE
+
+
+# --------------------------------------------------------------------------- exercise 1: bottleneck
+def model_bottleneck(input_s, compute_s):
+    step = max(input_s, compute_s)
+    return ("input" if input_s > compute_s else "compute"), (step - compute_s) / step
+
+
+def test_bottleneck_model_answer_passes():
+    fb = check.bottleneck(model_bottleneck)
+    assert fb.ok, fb.message
+    assert check.bottleneck(lambda i, c: ["INPUT " if i > c else "Compute", max(0.0, 1 - c / i)]).ok
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (..., "Not answered yet"),
+    (("input", 0.75), "Answer with a function"),
+    (lambda i, c: None, "returns None"),
+    (lambda i, c: ("input", 0.75), "whatever the timings"),  # right for the first made-up timing only
+    (lambda i, c: "input", "Return a pair"),
+    (lambda i, c: 1 / 0, "raised ZeroDivisionError"),
+    (lambda i, c: ("compute" if i > c else "input", max(0.0, i - c) / max(i, c)), "swapped"),
+    (lambda i, c: ("gpu" if i < c else "input", 0.0), "Name the side"),
+    (lambda i, c: ("input" if i > c else "compute", 100 * max(0.0, i - c) / max(i, c)), "percentage"),
+    (lambda i, c: ("input" if i > c else "compute", (i - c) / max(i, c)), "negative"),
+    (lambda i, c: ("input" if i > c else "compute", max(0.0, (i - c) / c)), "divided the wait by the compute"),
+    (lambda i, c: ("input" if i > c else "compute", i / (i + c)), "overlaps"),
+    (lambda i, c: ("input" if i > c else "compute", c / max(i, c)), "1 minus it"),
+    (lambda i, c: ("input" if i >= 0.01 else "compute", max(0.0, i - c) / max(i, c)), "bounds the step"),
+    (lambda i, c: ("input" if i > c else "compute", 0.0), "does wait"),
+    # the idle time in seconds, not the fraction of the step
+    (lambda i, c: ("input" if i > c else "compute", max(0.0, i - c)), "That is a time"),
+    (lambda i, c: ("input" if i > c else "compute", max(i, c) - c), "divide it by the step"),
+    # the right formula, rounded
+    (lambda i, c: ("input" if i > c else "compute", round((max(i, c) - c) / max(i, c), 2)), "did you round"),
+    (lambda i, c: ("input" if i > c else "compute", round((max(i, c) - c) / max(i, c), 1)), "did you round"),
+])
+def test_bottleneck_refuses_constants_and_mistakes_with_a_hint(answer, hint):
+    fb = check.bottleneck(answer)
+    assert not fb.ok and hint.lower() in fb.message.lower(), fb.message
+
+
+# --------------------------------------------------------------------------- exercise 2: build_pipeline
+def tuned(files, load, augment, batch_size):
+    return (files.map(load, num_parallel_calls=A).cache().shuffle(100).map(augment, num_parallel_calls=A)
+            .batch(batch_size).prefetch(A))
+
+
+def test_build_pipeline_model_answer_and_variants_pass():
+    assert check.build_pipeline(tuned).ok
+
+    def dropping(files, load, augment, batch_size):
+        return tuned(files, load, augment, batch_size).unbatch().batch(batch_size, drop_remainder=True).prefetch(A)
+
+    def batch_then_cache(files, load, augment, batch_size):
+        return files.map(load, num_parallel_calls=A).batch(batch_size).cache().map(augment, num_parallel_calls=A) \
+            .prefetch(A)
+
+    def with_options(files, load, augment, batch_size):
+        return tuned(files, load, augment, batch_size).with_options(tf.data.Options())
+
+    fixed_calls = _order("load_p4", "cache", "augment_p4", "batch", "prefetch")  # a number above 1 is parallel too
+    shuffled = _order("load", "cache", "shuffle", "augment", "batch", "prefetch")  # shuffle after the cache: allowed
+    for answer in (batch_then_cache, with_options, fixed_calls, shuffled):
+        fb = check.build_pipeline(answer)
+        assert fb.ok, (getattr(answer, "__name__", answer), fb.message)
+
+
+def _order(*steps):
+    """A pipeline built from named steps, e.g. _order('load', 'cache', 'augment', 'batch', 'prefetch')."""
+    def build(files, load, augment, batch_size):
+        ds = files
+        for step in steps:
+            ds = {"load": lambda d: d.map(load, num_parallel_calls=A), "load1": lambda d: d.map(load),
+                  "augment": lambda d: d.map(augment, num_parallel_calls=A), "augment1": lambda d: d.map(augment),
+                  "load_p1": lambda d: d.map(load, num_parallel_calls=1),
+                  "augment_p1": lambda d: d.map(augment, num_parallel_calls=1),
+                  "load_p4": lambda d: d.map(load, num_parallel_calls=4),
+                  "augment_p4": lambda d: d.map(augment, num_parallel_calls=4),
+                  "shuffle": lambda d: d.shuffle(100),
+                  "cache": lambda d: d.cache(), "batch": lambda d: d.batch(batch_size),
+                  "batch32": lambda d: d.batch(32),
+                  "prefetch": lambda d: d.prefetch(A), "repeat": lambda d: d.repeat(), "take": lambda d: d.take(10),
+                  "dup": lambda d: d.concatenate(d)}[step](ds)
+        return ds
+    return build
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (..., "Not answered yet"),
+    ("files.map(load).cache()", "Answer with a function"),
+    (lambda files, load, augment, batch_size: None, "returns None"),
+    (lambda files, load, augment, batch_size: [1, 2], "Return a tf.data.Dataset"),
+    (_order("load", "augment", "cache", "batch", "prefetch"), "Cache after load, before augment"),
+    (_order("load", "augment", "batch", "prefetch"), "Add .cache() right after the map that loads"),
+    (_order("cache", "load", "augment", "batch", "prefetch"), "Add .cache() right after the map that loads"),
+    (_order("load1", "cache", "augment", "batch", "prefetch"), "num_parallel_calls"),
+    (_order("load", "cache", "augment1", "batch", "prefetch"), "num_parallel_calls"),
+    (_order("load", "cache", "augment", "prefetch", "batch"), "not last (the pipeline ends with .batch())"),
+    (_order("load", "cache", "augment", "batch"), "end the pipeline with .prefetch"),
+    (_order("load", "cache", "augment", "batch32", "prefetch"), "Use the batch_size argument"),
+    (_order("load", "cache", "augment", "batch", "prefetch", "repeat"), "Leave .repeat() out"),
+    (_order("load", "cache", "augment", "prefetch"), "Group them with .batch(batch_size)"),
+    (_order("load", "cache", "batch", "prefetch"), "augmentation never ran"),
+    (_order("augment", "batch", "prefetch"), "raised"),  # augment before load: images are still file names
+    (_order("load", "cache", "take", "augment", "batch", "prefetch"), "each of the 24 files once"),
+    (_order("load", "cache", "dup", "augment", "batch", "prefetch"), "each of the 24 files once"),
+    # num_parallel_calls=1 is a parallel map in name only
+    (_order("load_p1", "cache", "augment_p1", "batch", "prefetch"), "num_parallel_calls=1"),
+    (_order("load", "cache", "augment_p1", "batch", "prefetch"), "num_parallel_calls=1"),
+    # an augment before the cache is frozen, even when another one runs after it
+    (_order("load", "augment", "cache", "augment", "batch", "prefetch"), "replays its 'random' result"),
+    (_order("load", "cache", "augment", "augment", "batch", "prefetch"), "more than once"),
+    # a shuffle before the cache (or before load) is replayed every epoch
+    (_order("load", "shuffle", "cache", "augment", "batch", "prefetch"), "Shuffle after the cache"),
+    (_order("shuffle", "load", "cache", "augment", "batch", "prefetch"), "Shuffle after the cache"),
+])
+def test_build_pipeline_refuses_wrong_orders_with_a_hint(answer, hint):
+    fb = check.build_pipeline(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+def test_build_pipeline_check_never_raises_on_a_broken_function():
+    def broken(files, load, augment, batch_size):
+        return files.map(lambda png, label: (tf.strings.to_number(png) / "x", label))
+
+    fb = check.build_pipeline(broken)
+    assert not fb.ok and "raised" in fb.message

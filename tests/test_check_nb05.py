@@ -1,0 +1,111 @@
+"""Tests for the exercise checks of notebook 05: model answers pass, constants and usual mistakes are explained."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from helpers.check import nb05 as check
+
+
+def placeholder(*args):  # what the exercise cell defines before the learner writes anything
+    ...
+
+
+def test_checks_are_listed():
+    assert set(check.__all__) == {"updates_in_budget", "scaled_warmup_lr", "max_batch_that_fits"}
+
+
+@pytest.mark.parametrize("fn", [check.updates_in_budget, check.scaled_warmup_lr, check.max_batch_that_fits])
+def test_every_check_explains_placeholders_non_functions_and_errors(fn):
+    assert "Not answered" in fn(...).message
+    assert "returns None" in fn(placeholder).message
+    assert "Define a function" in fn(626).message
+    raised = fn(lambda *args: 1 / 0)
+    assert not raised.ok and "ZeroDivisionError" in raised.message
+    assert "return a number" in fn(lambda *args: "many").message
+
+
+# ---------------------------------------------------------------- exercise 1
+def test_updates_in_budget_accepts_the_model_answer_and_numpy_ints():
+    fb = check.updates_in_budget(lambda n, b, e: e * math.ceil(n / b))
+    assert fb.ok and "626" in fb.message and "40 updates" in fb.message
+    assert check.updates_in_budget(lambda n, b, e: np.int64(e * -(-n // b))).ok
+
+
+def test_updates_in_budget_refuses_this_runs_constant():
+    fb = check.updates_in_budget(lambda n, b, e: 626)
+    assert not fb.ok and "updates_in_budget(10000, 512, 2) gave 626; it is 40" in fb.message
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (lambda n, b, e: e * (n // b), "rounded down"),
+    (lambda n, b, e: math.ceil(n * e / b), "rounded once over all epochs"),
+    (lambda n, b, e: n * e / b, "round each epoch's steps up"),
+    (lambda n, b, e: math.ceil(n / b), "one epoch's updates"),
+    (lambda n, b, e: n * e, "counts samples"),
+    (lambda n, b, e: e * n // b, "rounded down"),
+])
+def test_updates_in_budget_names_the_mistake(answer, hint):
+    fb = check.updates_in_budget(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+# ---------------------------------------------------------------- exercise 2
+def model_lr(step, base_lr, base_batch, batch, warmup_steps):
+    target = base_lr * batch / base_batch
+    return base_lr + (target - base_lr) * min(1.0, step / warmup_steps)
+
+
+def test_scaled_warmup_lr_accepts_the_model_answer_and_float32_results():
+    fb = check.scaled_warmup_lr(model_lr)
+    assert fb.ok and "0.16" in fb.message
+    assert check.scaled_warmup_lr(lambda *a: np.float32(model_lr(*a))).ok  # float32 rounding is fine
+
+
+def test_scaled_warmup_lr_refuses_this_runs_constant():
+    fb = check.scaled_warmup_lr(lambda *a: 0.16)
+    assert not fb.ok and "the target is" in fb.message
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (lambda s, lr, b0, b, w: lr, "never changes"),
+    (lambda s, lr, b0, b, w: lr * b / b0, "without warm-up"),
+    (lambda s, lr, b0, b, w: lr * b / b0 * min(1, s / w), "starts from 0"),
+    (lambda s, lr, b0, b, w: lr + (lr * b / b0 - lr) * s / w, "keeps rising"),
+    (lambda s, lr, b0, b, w: lr + (lr * b / b0 - lr) * min(1, (s + 1) / w), "Off by one"),
+    (lambda s, lr, b0, b, w: lr + (lr * b0 / b - lr) * min(1, s / w), "wrong way"),
+    (lambda s, lr, b0, b, w: lr + (lr * math.sqrt(b / b0) - lr) * min(1, s / w), "square-root"),
+])
+def test_scaled_warmup_lr_names_the_mistake(answer, hint):
+    fb = check.scaled_warmup_lr(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+# ---------------------------------------------------------------- exercise 3
+def test_max_batch_that_fits_accepts_the_model_answers():
+    fb = check.max_batch_that_fits(lambda b, f, m: max(0, math.floor((m - f) / b)))
+    assert fb.ok and "79,750" in fb.message
+    assert check.max_batch_that_fits(lambda b, f, m: max(0, (m - f) // b)).ok
+    assert check.max_batch_that_fits(lambda b, f, m: float(max(0, (m - f) // b))).ok  # a whole float is fine
+
+
+def test_max_batch_that_fits_refuses_a_constant():
+    fb = check.max_batch_that_fits(lambda b, f, m: 1024)
+    assert not fb.ok and "a 16 GB T4" in fb.message and "79,750" in fb.message
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (lambda b, f, m: m // b, "forgot the fixed part"),
+    (lambda b, f, m: (m - f) // b, "negative"),
+    (lambda b, f, m: round((m - f) / b), "nearest batch"),
+    (lambda b, f, m: math.ceil((m - f) / b), "rounded up"),
+    (lambda b, f, m: (m - f) / b, "whole number"),
+    (lambda b, f, m: 2 ** int(math.log2((m - f) // b)) if m > f else 0, "power of two"),
+    (lambda b, f, m: max(0, math.ceil((m - f) / b) - 1), "exactly"),
+])
+def test_max_batch_that_fits_names_the_mistake(answer, hint):
+    fb = check.max_batch_that_fits(answer)
+    assert not fb.ok and hint in fb.message, fb.message

@@ -1,0 +1,112 @@
+"""Exercise feedback of notebook 06: function answers run on made-up gradients and loss-scaling sequences."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from helpers.check import nb06 as check
+
+
+def right_min_loss_scale(gradient):
+    scale = 1
+    while abs(gradient) * scale < np.finfo(np.float16).smallest_normal:
+        scale *= 2
+    return scale
+
+
+def right_next_scale(scale, finite, good_steps, growth_steps):
+    if not finite:
+        return scale / 2, 0
+    if good_steps + 1 == growth_steps:
+        return scale * 2, 0
+    return scale, good_steps + 1
+
+
+# ---------------------------------------------------------------- exercise 1
+def test_min_loss_scale_accepts_the_model_answer_and_other_correct_forms():
+    assert check.min_loss_scale(right_min_loss_scale).ok
+    closed_form = lambda g: 2 ** max(0, math.ceil(-14 - math.log2(abs(g))))  # noqa: E731
+    assert check.min_loss_scale(closed_form).ok
+    assert check.min_loss_scale(lambda g: np.float64(right_min_loss_scale(g))).ok
+
+
+def test_min_loss_scale_refuses_a_constant():
+    for constant in (2**15, 8192):
+        fb = check.min_loss_scale(lambda g, c=constant: c)
+        assert not fb.ok and "expected" in fb.message
+    assert "Define a function" in check.min_loss_scale(8192).message
+
+
+@pytest.mark.parametrize(("answer", "hint"), [
+    (lambda g: right_min_loss_scale(g) // 2 or 1, "one doubling short"),
+    (lambda g: int(math.log2(right_min_loss_scale(g))), "exponent"),
+    (lambda g: right_min_loss_scale(g) if g > 0 else 1, "negative"),
+    (lambda g: check._reference_scale(g, np.finfo(np.float16).smallest_subnormal), "smallest normal"),
+    (lambda g: 2.0**-14 / abs(g), "powers of two"),
+    (lambda g: 4 * right_min_loss_scale(g), "larger than needed"),
+])
+def test_min_loss_scale_explains_plausible_mistakes(answer, hint):
+    fb = check.min_loss_scale(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+def test_min_loss_scale_survives_errors_none_and_endless_loops():
+    assert "raised ZeroDivisionError" in check.min_loss_scale(lambda g: 1 / 0).message
+    assert "returns None" in check.min_loss_scale(lambda g: None).message
+    assert "Not answered yet" in check.min_loss_scale(...).message
+
+    def endless(gradient):  # forgets abs(): a negative gradient never reaches the threshold
+        scale = 1.0
+        while gradient * scale < 2.0**-14:
+            scale *= 2
+        return scale
+
+    fb = check.min_loss_scale(endless)
+    assert not fb.ok and "did not return" in fb.message and "abs(gradient)" in fb.message
+
+
+# ---------------------------------------------------------------- exercise 2
+def test_next_scale_accepts_the_model_answer_and_a_list_pair():
+    assert check.next_scale(right_next_scale).ok
+    assert check.next_scale(lambda *a: list(right_next_scale(*a))).ok
+
+
+def test_next_scale_refuses_constants_and_wrong_shapes():
+    assert not check.next_scale(lambda s, f, g, n: (32768.0, 0)).ok
+    assert "pair" in check.next_scale(lambda s, f, g, n: s / 2).message
+    assert "Define a function" in check.next_scale((16384.0, 0)).message
+    assert "returns None" in check.next_scale(lambda s, f, g, n: None).message
+
+
+@pytest.mark.parametrize(("kind", "hint"), [
+    ("always_double", "after every finite step"),
+    ("no_reset", "starts again from 0"),
+    ("late", "one step late"),
+])
+def test_next_scale_explains_plausible_mistakes(kind, hint):
+    fb = check.next_scale(check._variant(kind))
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+def test_next_scale_explains_a_wrong_factor():
+    fb = check.next_scale(lambda s, f, g, n: (s / 4, 0) if not f else right_next_scale(s, f, g, n))
+    assert not fb.ok and "halves the scale" in fb.message
+
+
+def test_the_reference_rule_is_what_keras_loss_scale_optimizer_does():
+    """Drive a real LossScaleOptimizer over the check's sequences: same scale after every step."""
+    import keras
+
+    for growth, start, steps in check.SEQUENCES:
+        w = keras.Variable(np.ones(2, dtype="float32"))
+        opt = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.1), initial_scale=start,
+                                                  dynamic_growth_steps=growth)
+        opt.build([w])
+        expected, _ = check._trajectory(check._reference_next, growth, start, steps)
+        for finite, (scale, _) in zip(steps, expected, strict=True):
+            grad = np.ones(2, dtype="float32") if finite else np.array([np.inf, 1.0], dtype="float32")
+            opt.apply_gradients([(grad, w)])
+            assert float(opt.dynamic_scale.numpy()) == scale, (growth, start, steps)

@@ -1,0 +1,93 @@
+"""Checks of notebook 08: model answers pass; constants and plausible mistakes are refused with the right hint."""
+
+import json
+
+import pytest
+
+from helpers.check import nb08 as check
+
+
+# --------------------------------------------------------------------------- exercise 1: resume_epoch
+def model_resume_epoch(save_every, killed_at):
+    return (killed_at - 1) // save_every * save_every
+
+
+def test_resume_epoch_model_answer_passes():
+    fb = check.resume_epoch(model_resume_epoch)
+    assert fb.ok, fb.message
+    assert check.resume_epoch(lambda s, k: float(max(e for e in range(0, k) if e % s == 0))).ok  # whole floats too
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (..., "Not answered yet"),
+    (2, "Answer with a function"),
+    (lambda s, k: None, "returns None"),
+    (lambda s, k: 2, "whatever the job"),  # right for the first made-up job only
+    (lambda s, k: k - 1, "the epoch before the kill"),
+    (lambda s, k: k // s * s, "that save never happened"),
+    (lambda s, k: k, "not finished"),
+    (lambda s, k: (k - 1) // s, "multiply by save_every"),
+    (lambda s, k: -(-(k - 1) // s) * s, "Round down"),
+    (lambda s, k: (k - 2) // s * s, "never fewer"),
+    (lambda s, k: 1 / 0, "raised ZeroDivisionError"),
+    (lambda s, k: "two", "whole number"),
+    (lambda s, k: (k - 1) / s * s, "the epoch before the kill"),  # floats that equal killed_at - 1
+    (lambda s, k: (k - 1) / s, "whole number"),  # 1.5 for (2, 4)
+])
+def test_resume_epoch_refuses_constants_and_mistakes_with_a_hint(answer, hint):
+    fb = check.resume_epoch(answer)
+    assert not fb.ok
+    assert hint in fb.message, fb.message
+
+
+# --------------------------------------------------------------------------- exercise 2: pod_tf_config
+def model_pod_tf_config(job, service, n_workers, index, port):
+    hosts = [f"{job}-{i}.{service}:{port}" for i in range(n_workers)]
+    return {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": index}}
+
+
+def hosts_of(make_host):
+    def answer(job, service, n_workers, index, port):
+        return {"cluster": {"worker": [make_host(job, service, i, port) for i in range(n_workers)]},
+                "task": {"type": "worker", "index": index}}
+    return answer
+
+
+def test_pod_tf_config_model_answer_passes_as_dict_or_json():
+    fb = check.pod_tf_config(model_pod_tf_config)
+    assert fb.ok, fb.message
+    assert check.pod_tf_config(lambda *a: json.dumps(model_pod_tf_config(*a))).ok
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (..., "Not answered yet"),
+    ({"cluster": {"worker": ["tf-train-0.tf-train:2222"]}}, "Answer with a function"),
+    (lambda *a: None, "returns None"),
+    (lambda *a: model_pod_tf_config("tf-train", "tf-train", 2, 0, 2222), "whatever the job"),  # a constant
+    (lambda *a: "TF_CONFIG", "not JSON"),
+    (lambda j, s, n, i, p: {"worker": [j] * n}, "two keys"),
+    (hosts_of(lambda j, s, i, p: f"127.0.0.1:{p + i}"), "own loopback"),
+    (hosts_of(lambda j, s, i, p: f"{j}-{i}:{p}"), "does not resolve"),
+    (hosts_of(lambda j, s, i, p: f"{j}-{i}.{s}"), "needs its port"),
+    (hosts_of(lambda j, s, i, p: f"{j}-{i + 1}.{s}:{p}"), "start at 0"),
+    (hosts_of(lambda j, s, i, p: f"{j}-{i}.{s}:2222"), "the port you were given"),
+    (lambda j, s, n, i, p: {"cluster": {"worker": [f"{j}-{i}.{s}:{p}"]}, "task": {"type": "worker", "index": i}},
+     "The cluster lists every worker"),
+    (lambda j, s, n, i, p: {"cluster": {"worker": [f"{j}-{k}.{s}:{p}" for k in range(2)]},
+                            "task": {"type": "worker", "index": i}}, "use n_workers"),
+    (lambda j, s, n, i, p: {"cluster": {"worker": [f"{j}-{k}.{s}:{p}" for k in reversed(range(n))]},
+                            "task": {"type": "worker", "index": i}}, "index order"),
+    (lambda j, s, n, i, p: {**model_pod_tf_config(j, s, n, i, p), "task": {"type": "worker", "index": str(i)}},
+     "int(...)"),
+    (lambda j, s, n, i, p: {**model_pod_tf_config(j, s, n, i, p), "task": {"type": "worker", "index": i + 1}},
+     "counted from 0"),
+    (lambda j, s, n, i, p: {**model_pod_tf_config(j, s, n, i, p), "task": {"type": "chief", "index": i}},
+     "'type' is 'worker'"),
+    (lambda j, s, n, i, p: {"cluster": {"chief": [f"{j}-0.{s}:{p}"]}, "task": {"type": "worker", "index": i}},
+     "every pod here is a worker"),
+    (lambda *a: 1 / 0, "raised ZeroDivisionError"),
+])
+def test_pod_tf_config_refuses_constants_and_mistakes_with_a_hint(answer, hint):
+    fb = check.pod_tf_config(answer)
+    assert not fb.ok
+    assert hint in fb.message, fb.message

@@ -1,0 +1,537 @@
+"""helpers.cluster: worker limits, ports, TF_CONFIG, worker processes that never outlive their cell,
+readable logs, manifests and the validators that must reject broken copies, the Dockerfile check."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from helpers import cluster, data
+
+GIB = cluster.GIB
+LINUX = sys.platform.startswith("linux")
+
+
+# --------------------------------------------------------------------------- N_WORKERS
+
+def test_max_workers_is_two_per_core_one_gib_each_eight_at_most():
+    assert cluster.max_workers(cores=2, available_bytes=24 * GIB) == 4
+    assert cluster.max_workers(cores=1, available_bytes=24 * GIB) == 2
+    assert cluster.max_workers(cores=16, available_bytes=64 * GIB) == 8
+    assert cluster.max_workers(cores=16, available_bytes=int(2.5 * GIB)) == 2
+    assert cluster.max_workers(cores=4, available_bytes=GIB // 2) == 0
+
+
+@pytest.mark.parametrize("bad", [1, 0, -1, 5, 9, 2.0, "2", True, None])
+def test_check_workers_refuses_bad_values_naming_the_parameter(bad):
+    with pytest.raises(ValueError, match=r"N_WORKERS="):
+        cluster.check_workers(bad, cores=2, available_bytes=24 * GIB)
+
+
+def test_check_workers_says_why_and_what_is_allowed():
+    with pytest.raises(ValueError, match=r"use an integer from 2 to 4 \(a cluster needs at least 2 workers"):
+        cluster.check_workers(1, cores=2, available_bytes=24 * GIB)
+    with pytest.raises(ValueError, match=r"2 per CPU core on its 2 cores"):
+        cluster.check_workers(6, cores=2, available_bytes=24 * GIB)
+    with pytest.raises(ValueError, match="nothing on this machine"):
+        cluster.check_workers(2, cores=2, available_bytes=GIB)
+    assert cluster.check_workers(4, cores=2, available_bytes=24 * GIB) == 4
+    assert cluster.check_workers(2) == 2  # this machine runs the notebook's default
+
+
+# --------------------------------------------------------------------------- ports and TF_CONFIG
+
+def test_free_ports_are_distinct_and_free():
+    ports = cluster.free_ports(8)
+    assert len(set(ports)) == 8 and all(cluster.port_is_free(p) for p in ports)
+    with pytest.raises(ValueError, match="n="):
+        cluster.free_ports(0)
+
+
+def test_a_listening_port_is_taken_and_a_closed_one_free_even_in_time_wait():
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC's server does
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    assert not cluster.port_is_free(port)
+    client = socket.create_connection(("127.0.0.1", port))
+    conn, _ = server.accept()
+    conn.close()  # the side that closes first keeps the connection in TIME_WAIT
+    client.close()
+    server.close()
+    assert cluster.port_is_free(port)
+
+
+def test_tf_config_and_its_errors():
+    assert cluster.tf_config(["a:1", "b:2"], 0) == {"cluster": {"worker": ["a:1", "b:2"]},
+                                                     "task": {"type": "worker", "index": 0}}
+    for hosts, index in ([], 0), (["a"], 0), (["a:1"], 1), (["a:1"], -1), (["a:1"], True):
+        with pytest.raises(ValueError):
+            cluster.tf_config(hosts, index)
+
+
+@pytest.mark.parametrize("gpus, workers, collective, env0, env1", [
+    (0, 2, "RING", {}, {}),
+    (1, 2, "RING", {"CUDA_VISIBLE_DEVICES": "0", "TF_FORCE_GPU_ALLOW_GROWTH": "true"},
+     {"CUDA_VISIBLE_DEVICES": "0", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}),
+    (2, 2, "NCCL", {"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "1"}),
+    (8, 2, "NCCL", {"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "1"}),
+    (2, 3, "RING", {"CUDA_VISIBLE_DEVICES": "0", "TF_FORCE_GPU_ALLOW_GROWTH": "true"},
+     {"CUDA_VISIBLE_DEVICES": "0", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}),
+])
+def test_worker_devices_for_every_gpu_count(gpus, workers, collective, env0, env1):
+    envs, chosen, reading = cluster.worker_devices(gpus, workers)
+    assert len(envs) == workers and chosen == collective and envs[0] == env0 and envs[1] == env1
+    assert ("its own GPU" in reading) == (collective == "NCCL")
+    assert ("share GPU 0" in reading) == (0 < gpus < workers)
+    assert ("No GPU" in reading) == (gpus == 0)
+
+
+# --------------------------------------------------------------------------- worker processes
+
+def write(folder: Path, name: str, code: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(code))
+    return path
+
+
+SLEEPER = """
+    import json, os, signal, sys, time
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # like a worker waiting for a lost peer
+    print("worker", json.loads(os.environ["TF_CONFIG"])["task"]["index"], "ready", flush=True)
+    time.sleep(600)
+"""
+
+
+def dead(pids, within=10.0):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def configs(n):
+    hosts = [f"127.0.0.1:{p}" for p in cluster.free_ports(n)]
+    return [cluster.tf_config(hosts, i) for i in range(n)]
+
+
+def test_workers_get_their_tf_config_and_print_json(tmp_path):
+    script = write(tmp_path, "w.py", """
+        import json, os, sys
+        config = json.loads(os.environ["TF_CONFIG"])
+        print("hello")
+        print(json.dumps({"index": config["task"]["index"], "args": sys.argv[1:], "extra": os.environ.get("EXTRA")}))
+    """)
+    with cluster.LocalCluster(script, configs(3), args=["--epochs", 2], env=[{"EXTRA": str(i)} for i in range(3)],
+                              log_dir=tmp_path / "logs") as c:
+        assert c.wait(timeout=60) == [0, 0, 0]
+    assert [c.answers(i) for i in range(3)] == [[{"index": i, "args": ["--epochs", "2"], "extra": str(i)}]
+                                                for i in range(3)]
+    assert c.describe(0) == "finished (exit code 0)" and "hello" in c.report()
+    assert c.log_path(2).read_text().startswith("hello")
+
+
+def test_a_failed_block_leaves_no_worker_behind(tmp_path):
+    script = write(tmp_path, "sleeper.py", SLEEPER)
+    with pytest.raises(RuntimeError, match="a cell fails"):
+        with cluster.LocalCluster(script, configs(2), log_dir=tmp_path) as c:
+            assert c.wait_for(1, "ready", timeout=30)
+            raise RuntimeError("a cell fails")
+    assert c.exit_codes == [-9, -9] and dead(c.pids)
+    assert c.describe(0) == "stopped (SIGKILL)"
+
+
+def test_an_interrupt_leaves_no_worker_behind(tmp_path):
+    script = write(tmp_path, "sleeper.py", SLEEPER)
+    with pytest.raises(KeyboardInterrupt):
+        with cluster.LocalCluster(script, configs(2), log_dir=tmp_path) as c:
+            c.wait_for(0, "ready", timeout=30)
+            raise KeyboardInterrupt
+    assert dead(c.pids)
+
+
+def test_a_worker_that_ignores_sigterm_is_stopped_when_the_wait_runs_out(tmp_path):
+    script = write(tmp_path, "sleeper.py", SLEEPER)
+    with cluster.LocalCluster(script, configs(2), log_dir=tmp_path) as c:
+        assert c.wait_for(0, "ready", timeout=30)
+        os.kill(c.pids[0], signal.SIGTERM)  # ignored
+        start = time.monotonic()
+        assert c.wait(timeout=1.0) == [-9, -9]
+        assert time.monotonic() - start < 15
+    assert c.describe(1) == "still running after 1 s: stopped (SIGKILL)"
+
+
+def test_kill_one_worker_and_the_rest_run_on(tmp_path):
+    script = write(tmp_path, "sleeper.py", SLEEPER)
+    with cluster.LocalCluster(script, configs(3), log_dir=tmp_path) as c:
+        assert c.wait_for(2, r"worker 2 ready", timeout=30)
+        c.kill(2)
+        assert c.exit_codes[2] == -9 and c.exit_codes[:2] == [None, None]
+        assert c.describe(2) == "killed (SIGKILL)" and c.describe(0) == "running"
+    assert dead(c.pids)
+
+
+def test_wait_for_returns_false_when_the_worker_ends_or_time_runs_out(tmp_path):
+    quick = write(tmp_path, "quick.py", "print('bye')\n")
+    with cluster.LocalCluster(quick, [None], log_dir=tmp_path / "a") as c:
+        assert c.wait_for(0, "never printed", timeout=30) is False
+        assert c.wait_for(0, "bye", timeout=30) is True
+    sleeper = write(tmp_path, "sleeper.py", SLEEPER)
+    with cluster.LocalCluster(sleeper, configs(1), log_dir=tmp_path / "b") as c:
+        start = time.monotonic()
+        assert c.wait_for(0, "never printed", timeout=0.5) is False
+        assert time.monotonic() - start < 5
+
+
+def test_what_a_worker_starts_dies_with_it(tmp_path):
+    script = write(tmp_path, "parent.py", """
+        import subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        print("child", child.pid, flush=True)
+        time.sleep(600)
+    """)
+    with cluster.LocalCluster(script, [None], log_dir=tmp_path) as c:
+        assert c.wait_for(0, r"child \d+", timeout=30)
+        grandchild = int(c.log(0).split()[1])
+    assert dead([c.pids[0], grandchild])
+
+
+def run_python(code: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(cluster.ROOT))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=str(cluster.ROOT))
+
+
+def test_workers_left_running_at_exit_are_stopped_by_atexit(tmp_path):
+    script = write(tmp_path, "sleeper.py", SLEEPER)
+    done = run_python(f"""
+        from helpers import cluster
+        c = cluster.LocalCluster({str(script)!r}, [{{"task": {{"index": 0}}}}, {{"task": {{"index": 1}}}}],
+                                 log_dir={str(tmp_path)!r}).start()
+        c.wait_for(1, "ready", timeout=30)
+        print(*c.pids)  # and exit without stopping them
+    """)
+    pids = [int(p) for p in done.stdout.split()]
+    assert done.returncode == 0 and len(pids) == 2, done.stderr
+    assert dead(pids)
+
+
+@pytest.mark.skipif(not LINUX, reason="PR_SET_PDEATHSIG is Linux's")
+def test_workers_die_with_a_killed_kernel(tmp_path):
+    script = write(tmp_path, "sleeper.py", SLEEPER)
+    kernel = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from helpers import cluster
+        c = cluster.LocalCluster({str(script)!r}, [{{"task": {{"index": 0}}}}, {{"task": {{"index": 1}}}}],
+                                 log_dir={str(tmp_path)!r}).start()
+        c.wait_for(1, "ready", timeout=30)
+        print(*c.pids, flush=True)
+        time.sleep(600)
+    """)], stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(cluster.ROOT)))
+    try:
+        pids = [int(p) for p in kernel.stdout.readline().split()]
+        assert len(pids) == 2 and not dead(pids, within=0.2)
+        kernel.kill()  # SIGKILL: no atexit, no finally
+        kernel.wait(timeout=10)
+        assert dead(pids), "workers outlived the process that started them"
+    finally:
+        kernel.kill()
+
+
+def test_process_alive_tells_a_reused_pid_apart():
+    me = psutil.Process()
+    assert cluster.process_alive(me.pid, me.create_time())
+    assert not cluster.process_alive(me.pid, me.create_time() - 100)
+    assert not cluster.process_alive(2**22 + 12345, 1.0)
+
+
+def test_bad_arguments_are_refused(tmp_path):
+    script = write(tmp_path, "w.py", "pass\n")
+    with pytest.raises(ValueError, match="no such file"):
+        cluster.LocalCluster(tmp_path / "missing.py", [None])
+    with pytest.raises(ValueError, match="tf_configs is empty"):
+        cluster.LocalCluster(script, [])
+    with pytest.raises(ValueError, match="env has 1 entries for 2 workers"):
+        cluster.LocalCluster(script, [None, None], env=[{}])
+    with pytest.raises(ValueError, match="args="):
+        cluster.LocalCluster(script, [None], args="--epochs 2")
+    c = cluster.LocalCluster(script, [None], log_dir=tmp_path)
+    with pytest.raises(RuntimeError, match="has not started"):
+        c.kill(0)
+    with c:
+        with pytest.raises(ValueError, match="index=5"):
+            c.kill(5)
+        with pytest.raises(ValueError, match="timeout="):
+            c.wait(timeout=0)
+        with pytest.raises(RuntimeError, match="started already"):
+            c.start()
+
+
+# --------------------------------------------------------------------------- logs
+
+REAL_LOG = """WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
+I0000 00:00:1795338251.776278   22276 port.cc:153] oneDNN custom operations are on. You may see slightly different
+worker 0: 2 replicas in sync, this one on /job:worker/replica:0/task:0/device:CPU:0
+{"worker": 0, "epoch": 1, "loss": 1.42}
+worker 0: epoch 2 half done
+E0000 00:00:1795338272.080489   22452 base_collective_executor.cc:252] StartAbort UNAVAILABLE: tasks are unhealthy:
+/job:worker/replica:0/task:1
+The tasks have crashed. Check the task logs for an earlier error.
+Traceback (most recent call last):
+  File "/tmp/worker.py", line 64, in <module>
+    loss = train_step(iterator)
+           ^^^^^^^^^^^^^^^^^^^^
+tensorflow.python.framework.errors_impl.UnavailableError: Graph execution error:
+
+Detected at node CollectiveReduceV2 defined at (most recent call last):
+  File "/tmp/worker.py", line 64, in <module>
+
+Collective ops is aborted by: Error reported from /job:worker/task:1: tasks are unhealthy (stopped sending heartbeats):
+/job:worker/replica:0/task:1
+\t [[{{node CollectiveReduceV2}}]] [Op:__inference_train_step_519]
+"""
+
+
+def test_readable_log_keeps_the_workers_lines_and_one_line_per_error():
+    lines = cluster.readable_log(REAL_LOG)
+    assert lines == [
+        "worker 0: 2 replicas in sync, this one on /job:worker/replica:0/task:0/device:CPU:0",
+        '{"worker": 0, "epoch": 1, "loss": 1.42}',
+        "worker 0: epoch 2 half done",
+        "UnavailableError: Graph execution error: Collective ops is aborted by: Error reported from "
+        "/job:worker/task:1: tasks are unhealthy (stopped sending heartbeats)",
+    ]
+    assert not any("Traceback" in line for line in lines)
+    assert cluster.readable_log("Traceback (most recent call last):\n  File 'x'\n") == [
+        "(a Python error; its message is cut off)"]
+    assert cluster.json_lines(REAL_LOG) == [{"worker": 0, "epoch": 1, "loss": 1.42}]
+
+
+# --------------------------------------------------------------------------- manifests and their validators
+
+IMAGE = "registry.example.com/tf-worker:2.21.0"
+
+
+@pytest.fixture(scope="module")
+def crd():
+    return cluster.load_tfjob_crd()
+
+
+@pytest.fixture
+def job_docs():
+    return cluster.indexed_job("tf-train", IMAGE, 3, args=["--epochs", "5"])
+
+
+@pytest.fixture
+def tf_job():
+    return cluster.tfjob("tf-train", IMAGE, 3, args=["--epochs", "5"])
+
+
+def test_generated_manifests_are_valid_on_every_bundled_kubernetes(job_docs, tf_job, crd):
+    assert cluster.kubernetes_versions()[0] == "1.25" and cluster.kubernetes_versions()[-1] == "1.37"
+    report = cluster.manifest_errors(job_docs + [tf_job], crd)  # every version
+    assert report == {"persistentvolumeclaim/tf-train-checkpoints": [], "service/tf-train": [], "job/tf-train": [],
+                      "tfjob/tf-train": []}
+    hosts = next(e["value"] for e in job_docs[2]["spec"]["template"]["spec"]["containers"][0]["env"]
+                 if e["name"] == "WORKER_HOSTS")
+    assert hosts == "tf-train-0.tf-train:2222,tf-train-1.tf-train:2222,tf-train-2.tf-train:2222"
+    assert "&id" not in cluster.to_yaml(job_docs)
+
+
+def test_kubernetes_validate_strict_rejects_an_unknown_field_that_lenient_lets_pass(job_docs):
+    job = copy.deepcopy(job_docs[2])
+    job["spec"]["completionsMode"] = job["spec"].pop("completionMode")
+    assert cluster.kubernetes_errors(job, ["1.25", "1.37"], strict=False) == []
+    errors = cluster.kubernetes_errors(job, ["1.25", "1.37"], strict=True)
+    assert errors == ["Kubernetes 1.25 to 1.37: spec: Additional properties are not allowed ('completionsMode' was "
+                      "unexpected)"]
+
+
+def test_kubernetes_validate_rejects_a_wrong_type_even_when_lenient(job_docs):
+    job = copy.deepcopy(job_docs[2])
+    job["spec"]["parallelism"] = "two"
+    assert any("'two' is not of type 'integer'" in e for e in cluster.kubernetes_errors(job, ["1.30"], strict=False))
+
+
+def test_kubernetes_validate_has_no_schema_for_tfjob_and_says_so(tf_job):
+    assert cluster.kubernetes_errors(tf_job, ["1.37"]) == [
+        "no schema: Couldn't find schema for kind TFJob with api version kubeflow.org/v1 for kubernetes version 1.37"]
+
+
+def test_the_crd_schema_made_strict_rejects_unknown_fields_the_shipped_one_lets_pass(tf_job, crd):
+    broken = copy.deepcopy(tf_job)
+    broken["spec"]["tfReplicaSpecs"]["Worker"]["replica"] = broken["spec"]["tfReplicaSpecs"]["Worker"].pop("replicas")
+    schema = cluster.crd_schema(crd)
+    assert cluster.schema_errors(broken, schema) == []
+    assert cluster.schema_errors(broken, cluster.strict_schema(schema)) == [
+        "spec.tfReplicaSpecs.Worker: Additional properties are not allowed ('replica' was unexpected)"]
+    deep = copy.deepcopy(tf_job)  # an unknown field deep in the pod template
+    deep["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["imagePullPolice"] = "Always"
+    assert any("imagePullPolice" in e for e in cluster.schema_errors(deep, cluster.strict_schema(schema)))
+    typed = copy.deepcopy(tf_job)
+    typed["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = "2"
+    assert any("is not of type 'integer'" in e for e in cluster.schema_errors(typed, schema))
+
+
+def test_strict_schema_copies_and_respects_preserve_unknown_fields():
+    schema = {"type": "object", "properties": {
+        "properties": {"type": "object", "properties": {"a": {"type": "string"}}},  # a field named "properties"
+        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {"b": {}}},
+        "map": {"type": "object", "additionalProperties": {"type": "object", "properties": {"c": {}}}},
+        "list": {"type": "array", "items": {"type": "object", "properties": {"d": {}}}},
+    }}
+    before = copy.deepcopy(schema)
+    strict = cluster.strict_schema(schema)
+    assert schema == before
+    assert strict["additionalProperties"] is False
+    assert strict["properties"]["properties"]["additionalProperties"] is False
+    assert "additionalProperties" not in strict["properties"]["free"]
+    assert strict["properties"]["map"]["additionalProperties"]["additionalProperties"] is False
+    assert strict["properties"]["list"]["items"]["additionalProperties"] is False
+
+
+def test_a_bad_enum_value_passes_both_schemas_and_the_cross_checks_catch_it(job_docs, crd):
+    bad = copy.deepcopy(job_docs)
+    bad[2]["spec"]["completionMode"] = "Indexd"
+    found = cluster.all_checks(bad, crd, ["1.25", "1.37"])
+    assert found["lenient schema"] == [] and found["strict schema"] == []
+    assert found["cross-checks"] == ["Job tf-train: completionMode is 'Indexd', not 'Indexed': the pods get no "
+                                     "JOB_COMPLETION_INDEX, so no worker knows its place in TF_CONFIG."]
+
+
+@pytest.mark.parametrize("break_it, message", [
+    (lambda d: d[1]["spec"].update(clusterIP="10.0.0.1"), "headless"),
+    (lambda d: d[1]["spec"].update(selector={"app": "other"}), "does not select the Job's pods"),
+    (lambda d: d[1]["spec"]["ports"][0].update(port=3333, targetPort=3333), "the workers listen on [2222]"),
+    (lambda d: d[2]["spec"].update(parallelism=2), "completions 3 != parallelism 2"),
+    (lambda d: d[2]["spec"]["template"]["spec"].update(subdomain="tf"), "is not the name of a Service"),
+    (lambda d: d[2]["spec"]["template"]["spec"].update(restartPolicy="Always"), "OnFailure or Never"),
+    (lambda d: d[2]["spec"]["template"]["spec"]["containers"][0]["env"][0].update(
+        value="tf-train-1.tf-train:2222,tf-train-0.tf-train:2222,tf-train-2.tf-train:2222"), "in index order"),
+    (lambda d: d[2]["spec"]["template"]["spec"]["containers"][0]["env"][0].update(value="a:1,b:1"),
+     "lists 2 hosts for 3 completions"),
+    (lambda d: d[2]["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"].update(claimName="x"),
+     "not declared here"),
+])
+def test_cross_checks_catch_parts_that_disagree(job_docs, break_it, message):
+    assert cluster.consistency_errors(job_docs) == []
+    break_it(job_docs)
+    errors = cluster.consistency_errors(job_docs)
+    assert any(message in e for e in errors), errors
+
+
+@pytest.mark.parametrize("break_it, message", [
+    (lambda t: t["spec"]["tfReplicaSpecs"].update(worker=t["spec"]["tfReplicaSpecs"].pop("Worker")),
+     "replica type 'worker' is unknown"),
+    (lambda t: t["spec"]["tfReplicaSpecs"]["Worker"].update(restartPolicy="Sometimes"), "'Sometimes' is unknown"),
+    (lambda t: t["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0].update(name="tf"),
+     "container named 'tensorflow'"),
+])
+def test_tfjob_cross_checks(tf_job, crd, break_it, message):
+    break_it(tf_job)
+    assert cluster.all_checks([tf_job], crd)["strict schema"] == []  # the schema does not see these
+    assert any(message in e for e in cluster.consistency_errors([tf_job]))
+
+
+def test_manifest_generators_refuse_bad_arguments():
+    for kwargs in ({"name": "TF_train"}, {"n_workers": 0}, {"port": 70000}, {"gpus": -1}):
+        args = {"name": "tf-train", "image": IMAGE, "n_workers": 2, **kwargs}
+        with pytest.raises(ValueError):
+            cluster.indexed_job(**args)
+        with pytest.raises(ValueError):
+            cluster.tfjob(**args)
+    assert "resources" not in cluster.tfjob("x", IMAGE, 2, gpus=0)["spec"]["tfReplicaSpecs"]["Worker"]["template"][
+        "spec"]["containers"][0]
+
+
+def test_the_shipped_crd_is_the_checked_upstream_file(tmp_path):
+    path = data.DATA_DIR / cluster.CRD_FILE
+    assert data.sha256(path) == "1fea6d2d9d3fec4697db322d4490be67b0d616478f42566e4c48ae865130a8c8"
+    crd = cluster.load_tfjob_crd()
+    assert crd["metadata"]["name"] == "tfjobs.kubeflow.org" and crd["spec"]["group"] == "kubeflow.org"
+    copy_ = tmp_path / cluster.CRD_FILE
+    copy_.write_text(path.read_text().replace("TFJob represents", "TFJob is"))
+    with pytest.raises(data.DataIntegrityError, match="does not match its sha256"):
+        cluster.load_tfjob_crd(copy_)
+    with pytest.raises(ValueError, match="version='v2'"):
+        cluster.crd_schema(crd, "v2")
+
+
+def test_caught_table_and_restart_reading():
+    table = cluster.caught_table({"a": {"lenient schema": [], "strict schema": ["x" * 300]}}, width=40)
+    assert "a            passes          rejects" in table and table.splitlines()[-1].endswith("...")
+    assert len(table.splitlines()[-1]) == 40
+    text = cluster.restart_reading({"run 1": [(1, 1.0)], "run 2": [(2, 1.2)]}, 3, 1, 7, 10, [1.0, 2.0])
+    assert "came back as 7, not 10" in text and "not below" in text and "1 finished epoch(s)" in text
+    assert "weights differ" in text
+    assert "no epoch" in cluster.restart_reading({"run 1": [], "run 2": []}, 2, 1, 10, 10, [])
+
+
+# --------------------------------------------------------------------------- Docker
+
+def test_the_dockerfile_passes_its_check_with_its_build_context(tmp_path):
+    text = cluster.dockerfile("2.21.0", keras_version="3.15.1")
+    assert text.startswith("FROM tensorflow/tensorflow:2.21.0-gpu\n"
+                           "RUN python -m pip install --no-cache-dir keras==3.15.1\n")
+    assert cluster.dockerfile_problems(text, "2.21.0") == []
+    problems = cluster.dockerfile_problems(text, "2.21.0", context=tmp_path)
+    assert problems == [f"COPY worker.py: no such file in the build context {tmp_path}.",
+                        f"COPY fashion_mnist_subset.npz: no such file in the build context {tmp_path}."]
+    (tmp_path / "worker.py").write_text("")
+    (tmp_path / "fashion_mnist_subset.npz").write_text("")
+    assert cluster.dockerfile_problems(text, "2.21.0", context=tmp_path) == []
+    with pytest.raises(ValueError, match="pinned"):
+        cluster.dockerfile("latest")
+
+
+RUNS = 'ENTRYPOINT ["python", "/app/worker.py"]\n'
+
+
+@pytest.mark.parametrize("text, message", [
+    ("FROM tensorflow/tensorflow:latest-gpu\n" + RUNS, "use tensorflow/tensorflow:2.21.0-gpu"),
+    ("FROM tensorflow/tensorflow:2.20.0-gpu\n" + RUNS, "FROM 'tensorflow/tensorflow:2.20.0-gpu'"),
+    ("FROM tensorflow/tensorflow:2.21.0\n" + RUNS, "GPU image"),
+    ("FROM tensorflow/tensorflow:2.21.0-gpu\nRUN pip install tensorflow==2.21.0\nCMD [\"python\", \"worker.py\"]\n",
+     "installing it again replaces them"),
+    ("FROM tensorflow/tensorflow:2.21.0-gpu\nCMD python /app/worker.py\n", "use the exec form"),
+    ("FROM tensorflow/tensorflow:2.21.0-gpu\nCMD [\"python\", \"train.py\"]\n", "No ENTRYPOINT or CMD runs worker.py"),
+    ("FROM tensorflow/tensorflow:2.21.0-gpu\nCOPYY worker.py /app/\nCMD [\"python\", \"worker.py\"]\n",
+     "COPYY: not a Dockerfile instruction"),
+    ("RUN echo\nFROM tensorflow/tensorflow:2.21.0-gpu\nCMD [\"python\", \"worker.py\"]\n", "first instruction"),
+])
+def test_the_dockerfile_check_rejects_broken_copies(text, message):
+    problems = cluster.dockerfile_problems(text, "2.21.0")
+    assert any(message in p for p in problems), problems
+
+
+def test_keras_pin_install_is_not_mistaken_for_tensorflow():
+    text = "FROM tensorflow/tensorflow:2.21.0-gpu\nRUN pip install keras==3.15.1 tensorflow-datasets\n" \
+           "CMD [\"python\", \"worker.py\"]\n"
+    assert cluster.dockerfile_problems(text, "2.21.0") == []
+
+
+def test_the_worker_script_in_the_notebook_is_the_one_the_dockerfile_runs():
+    import nbformat
+
+    nb = nbformat.read(cluster.ROOT / "notebooks" / "08_gpu_clusters.ipynb", as_version=4)
+    parts = [c.source for c in nb.cells if c.cell_type == "code" and "{scratch}/worker.py" in c.source.split("\n")[0]]
+    assert parts[0].startswith("%%writefile {scratch}/worker.py") and len(parts) == 4
+    assert all(p.startswith("%%writefile -a {scratch}/worker.py") for p in parts[1:])
+    script = "\n".join(p.split("\n", 1)[1] for p in parts)
+    compile(script, "worker.py", "exec")
+    assert "JOB_COMPLETION_INDEX" in script and "WORKER_HOSTS" in script and "AutoShardPolicy.DATA" in script
+    assert json.dumps({"a": 1})  # the script prints JSON lines that json_lines reads

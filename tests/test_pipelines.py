@@ -1,0 +1,192 @@
+"""helpers.pipelines: notebook 04's limits, alternating timing, warning capture and readings (CPU and GPU wording)."""
+
+import json
+import logging
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+
+from helpers import pipelines
+
+
+def test_batch_size_rule_names_the_parameter_and_the_range():
+    assert pipelines.check_batch_size(16) == 16
+    assert pipelines.check_batch_size(500) == 500
+    for bad in (8, 501, 128.0, True, "128", None):
+        with pytest.raises(ValueError, match=r"BATCH_SIZE=.* use an integer from 16 to 500"):
+            pipelines.check_batch_size(bad)
+    with pytest.raises(ValueError, match="from 16 to 1000"):
+        pipelines.check_batch_size(2000, batches=10)
+
+
+def test_batch_size_rule_is_checked_before_tensorflow_starts():
+    import subprocess
+    import sys
+
+    code = ("import sys, helpers\n"
+            "try:\n    helpers.pipelines.check_batch_size(4096)\nexcept ValueError as e:\n    print(e)\n"
+            "print('tensorflow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=pipelines.ROOT).stdout
+    assert "BATCH_SIZE=4096" in out and out.strip().endswith("False")
+
+
+def test_interleaved_alternates_and_returns_one_median_per_round():
+    order = []
+    medians = pipelines.interleaved({"a": lambda: order.append("a"), "b": lambda: order.append("b")},
+                                    rounds=3, repeats=2, warmup=1)
+    assert [len(v) for v in medians.values()] == [3, 3]
+    calls_per_round = (1 + 2) * 2  # warm-up + repeats, for each candidate
+    assert order[:calls_per_round] == ["a"] * 3 + ["b"] * 3
+    assert order[calls_per_round:calls_per_round + 3] == ["a"] * 3  # round 2 starts with a again
+    with pytest.raises(ValueError, match="candidates is empty"):
+        pipelines.interleaved({})
+    with pytest.raises(ValueError, match="not callable"):
+        pipelines.interleaved({"a": 3})
+    with pytest.raises(ValueError, match="rounds=0"):
+        pipelines.interleaved({"a": lambda: None}, rounds=0)
+
+
+def test_separable_only_when_ranges_do_not_overlap():
+    assert pipelines.separable([1, 2], [3, 4]) and pipelines.separable([3, 4], [1, 2])
+    assert not pipelines.separable([1, 3], [2, 4])
+    with pytest.raises(ValueError):
+        pipelines.separable([], [1])
+
+
+def test_captured_warnings_keep_the_page_clean_and_restore_the_logger(capsys):
+    logger = logging.getLogger("tensorflow")
+    before = (logger.handlers[:], logger.propagate)
+    with pipelines.captured_tf_warnings() as seen:
+        logger.warning("Using a while_loop for converting ImageProjectiveTransformV3")
+        warnings.warn("something deprecated", UserWarning, stacklevel=1)
+    assert seen == ["Using a while_loop for converting ImageProjectiveTransformV3", "something deprecated"]
+    assert (logger.handlers, logger.propagate) == before
+    assert capsys.readouterr().err == ""
+
+
+def test_tensorboard_command_stays_on_this_machine(tmp_path):
+    text = pipelines.tensorboard_command(tmp_path, port=6010)
+    assert f"--logdir {tmp_path.resolve()}" in text and "--host 127.0.0.1 --port 6010" in text
+    assert "--bind_all" not in text and "make tensorboard" not in text
+    default = pipelines.ROOT / "scratch" / "04_input_pipelines" / "traces"
+    assert pipelines.tensorboard_command(default).startswith("make tensorboard")
+    with pytest.raises(ValueError, match="port=80"):
+        pipelines.tensorboard_command(tmp_path, port=80)
+
+
+def test_wait_share_follows_prefetch_and_the_longer_side():
+    assert pipelines.wait_share(0.150, 0.037, 0.185, prefetch=False) == pytest.approx(0.8, abs=1e-3)
+    assert pipelines.wait_share(0.030, 0.050, 0.080, prefetch=False) == pytest.approx(0.375)  # no prefetch: waits
+    assert pipelines.wait_share(0.007, 0.035, 0.040, prefetch=True) == 0.0  # ready in time: extra is sharing
+    assert pipelines.wait_share(0.011, 0.004, 0.0112, prefetch=True) == pytest.approx(0.643, abs=1e-3)
+    assert pipelines.wait_share(0.011, 0.004, 0.003, prefetch=False) == 0.0  # noisy step shorter than the model
+    for bad in (0, -1.0, float("nan"), True, "0.1"):
+        with pytest.raises(ValueError, match="positive number of seconds"):
+            pipelines.wait_share(bad, 0.1, 0.1, prefetch=False)
+
+
+def test_bound_reading_always_says_whether_the_sides_overlapped():
+    sequential = pipelines.bound_reading(0.150, 0.0374, 0.185, gpu_count=0)
+    assert sequential.startswith("The naive pipeline is input-bound") and "one after the other" in sequential
+    assert "on the CPU, which also runs the pipeline" in sequential
+    assert "waited for input 80% of each step" in sequential
+    assert "measured on this CPU" in sequential and "Without prefetch" in sequential
+    overlapped = pipelines.bound_reading(0.0112, 0.0041, 0.0112, gpu_count=1, name="tuned", prefetch=True)
+    assert "overlapped with training" in overlapped and "so the GPU waited for input 63%" in overlapped
+    partly = pipelines.bound_reading(0.10, 0.05, 0.125, gpu_count=0, name="tuned", prefetch=True)
+    assert "partly overlapped (50% of the shorter side was hidden)" in partly
+    no_prefetch = pipelines.bound_reading(0.10, 0.05, 0.125, gpu_count=0)  # cannot overlap: the gap is noise
+    assert "one after the other" in no_prefetch and "spread of timings" in no_prefetch
+    assert "partly overlapped" not in no_prefetch
+    tiny = pipelines.bound_reading(0.142, 0.0041, 0.147, gpu_count=1)
+    assert "cannot be told here" in tiny and "so the GPU waited for input 97%" in tiny
+    noisy = pipelines.bound_reading(0.12, 0.03, 0.05, gpu_count=0)
+    assert "load on this machine changed" in noisy
+    with pytest.raises(ValueError, match="step_s=0"):
+        pipelines.bound_reading(0.1, 0.1, 0, gpu_count=0)
+
+
+def test_bound_reading_of_a_compute_bound_prefetched_step_reports_sharing_not_waiting():
+    cpu = pipelines.bound_reading(0.00696, 0.0349, 0.0402, gpu_count=0, name="tuned", prefetch=True)
+    assert cpu.startswith("The tuned pipeline is compute-bound") and "waited for input 0% of each step" in cpu
+    assert "15% longer than the model alone" in cpu and "share the same CPU cores" in cpu
+    assert "one after the other" not in cpu and "work still added up" in cpu
+    gpu = pipelines.bound_reading(0.003, 0.0041, 0.0045, gpu_count=1, name="tuned", prefetch=True)
+    assert "before the GPU asked for it" in gpu and "10% longer" in gpu and "CPU cores" not in gpu
+    same = pipelines.bound_reading(0.003, 0.0041, 0.0042, gpu_count=1, name="tuned", prefetch=True)
+    assert "took as long as the model alone" in same
+    not_prefetched = pipelines.bound_reading(0.03, 0.05, 0.08, gpu_count=0, name="cached")
+    assert "compute-bound" in not_prefetched and "waited for input 38%" in not_prefetched
+
+
+def test_variants_reading_reads_ratios_the_autotune_budget_and_the_limit_of_prefetch():
+    v = {"naive": 700, "naive_default": 790, "parallel": 1500, "cached": 2950, "prefetched": 580, "tuned": 3330}
+    text = pipelines.variants_reading(v, input_s=0.184, model_s=0.0295, cores=2)
+    assert "4.8x as fast as the naive one" in text and "best single change here is cached" in text
+    assert "at most 1.16x" in text and "below 1x" in text and "ran at 790 images/s (1.1x)" in text
+    assert "CPU budget of 2 cores" in text
+    assert "CPU budget of 1 core:" in pipelines.variants_reading(v, 0.184, 0.0295, cores=1)
+    assert f"budget of {pipelines.schedulable_cores()} core" in pipelines.variants_reading(v, 0.184, 0.0295)
+    v["prefetched"] = 800
+    assert "below 1x" not in pipelines.variants_reading(v, 0.184, 0.0295)
+    with pytest.raises(ValueError, match="lacks"):
+        pipelines.variants_reading({"naive": 1}, 0.1, 0.1)
+
+
+def test_profiler_reading_compares_both_pipelines_both_ways():
+    text = pipelines.profiler_reading({"naive": 0.82, "tuned": 0.003}, {"naive": 0.80, "tuned": 0.0})
+    assert "82% of a naive step and 0% of a tuned step" in text and "gave 80% and 0%" in text
+    assert "agree within 15 points" in text
+    apart = pipelines.profiler_reading({"naive": 0.96, "tuned": 0.31}, {"naive": 0.97, "tuned": 0.63})
+    assert "differ by up to 32 points" in apart
+    with pytest.raises(ValueError, match="tuned"):
+        pipelines.profiler_reading({"naive": 0.5}, {"naive": 0.5, "tuned": 0.0})
+
+
+def test_input_pipeline_summary_finds_the_step_table_whatever_its_place():
+    summary = {"steptime_ms_average": "218.4", "infeed_time_ms_avg": "164.8", "input_conclusion": "HIGHLY input-bound"}
+    for tables in ([{"cols": []}, {"p": summary}], [{"p": {"other": 1}}, {"cols": []}, {"p": summary}]):
+        got = pipelines.input_pipeline_summary(json.dumps(tables))
+        assert got == {"step_ms": 218.4, "input_ms": 164.8, "conclusion": "HIGHLY input-bound"}
+    assert pipelines.input_pipeline_summary(json.dumps([{"p": summary}]).encode())["step_ms"] == 218.4
+    with pytest.raises(ValueError, match="no step-time summary"):
+        pipelines.input_pipeline_summary(json.dumps([{"cols": []}]))
+    with pytest.raises(ValueError, match="not the JSON"):
+        pipelines.input_pipeline_summary("<html>")
+
+
+def test_schedulable_cores_is_a_positive_count():
+    assert 1 <= pipelines.schedulable_cores() <= (os.cpu_count() or 1)
+
+
+def test_placement_reading_cpu_gpu_separability_and_round_by_round():
+    overlap = {"in_model": [0.050, 0.070, 0.060], "in_map": [0.061, 0.071, 0.065]}
+    cpu = pipelines.placement_reading(overlap, 128, gpu_count=0)
+    assert "not separable" in cpu and "Without a GPU both placements run on the same CPU cores" in cpu
+    assert "in the model was faster in 3 of 3" in cpu and "(median 2,133)" in cpu and "prefetch" in cpu
+    apart = {"in_model": [0.0106, 0.0108], "in_map": [0.0162, 0.0171]}
+    gpu = pipelines.placement_reading(apart, 128, gpu_count=1)
+    assert "in the model was faster in every round" in gpu and "Here the model runs on the GPU" in gpu
+    slower = pipelines.placement_reading({"in_model": [0.02], "in_map": [0.01]}, 128, gpu_count=1)
+    assert "in dataset.map was faster" in slower
+    with pytest.raises(ValueError, match="in_map"):
+        pipelines.placement_reading({"in_model": [0.1]}, 128, 0)
+    with pytest.raises(ValueError, match="one time per round"):
+        pipelines.placement_reading({"in_model": [0.1, 0.2], "in_map": [0.1]}, 128, 0)
+
+
+def test_augmentation_reading_says_whether_the_fallback_is_back():
+    fine = pipelines.augmentation_reading(0.004, 0.017, 0.03, 0, 128)
+    assert "4.2x as long" in fine and "No 'Using a while_loop' warning" in fine
+    back = pipelines.augmentation_reading(0.004, 0.017, 0.03, 3, 128)
+    assert "warned 3 time(s)" in back and "slowdown is back" in back
+
+
+def test_module_never_imports_tensorflow_at_import_time():
+    import sys
+
+    source = Path(pipelines.__file__).read_text()
+    assert "import tensorflow" not in source
+    assert "helpers.pipelines" in sys.modules

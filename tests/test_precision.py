@@ -1,0 +1,132 @@
+"""Tests for helpers.precision: spacing, plots, the step timer, native stderr, and the speed readings."""
+
+from __future__ import annotations
+
+import os
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from helpers import cpu, precision
+
+# Made-up /proc/cpuinfo texts (helpers.cpu reads the flags from them).
+ZEN4 = "model name\t: AMD EPYC 9B14\nflags\t\t: fpu avx2 fma avx512f avx512_bf16\n"
+SAPPHIRE = "model name\t: Intel Xeon 8480\nflags\t\t: avx2 avx512f avx512_bf16 avx512_fp16 amx_bf16 amx_tile\n"
+OLD = "model name\t: Intel Xeon E5-2690 v4\nflags\t\t: avx2 fma f16c\n"
+
+
+# ---------------------------------------------------------------- formats
+def test_spacing_matches_each_formats_epsilon_at_one():
+    assert precision.spacing([1.0], "float32")[0] == np.finfo(np.float32).eps
+    assert precision.spacing([1.0], "float16")[0] == np.finfo(np.float16).eps
+    assert precision.spacing([1.0], "bfloat16")[0] == ml_dtypes.finfo(ml_dtypes.bfloat16).eps
+    assert precision.spacing([1.0], "tf32")[0] == precision.TF32["eps"] == 2.0**-10
+
+
+def test_spacing_is_nan_outside_a_formats_range_and_refuses_unknown_formats():
+    gaps = precision.spacing([70000.0, 1e-20], "float16")
+    assert np.isnan(gaps[0])  # overflows float16
+    assert gaps[1] == 2.0**-24  # the subnormal step: 1e-20 rounds to 0, whose gap is the smallest subnormal
+    assert np.isnan(precision.spacing([1e-40], "tf32")[0])  # below TF32's normal range
+    with pytest.raises(ValueError, match="float16"):
+        precision.spacing([1.0], "float8")
+
+
+def test_plots_draw_and_refuse_empty_input():
+    ax = precision.plot_spacing()
+    assert {line.get_label() for line in ax.lines} >= {"float32", "tf32", "bfloat16", "float16"}
+    ax = precision.plot_gradient_magnitudes(np.array([0.0, 1e-9, -1e-4, 0.5]), 2.0**15)
+    assert len(ax.patches) > 0
+    with pytest.raises(ValueError, match="non-zero"):
+        precision.plot_gradient_magnitudes(np.zeros(3), 2.0**15)
+    with pytest.raises(ValueError, match="scale"):
+        precision.plot_gradient_magnitudes(np.ones(3), 0)
+
+
+# ---------------------------------------------------------------- plumbing
+def test_native_stderr_catches_file_descriptor_2_and_restores_it():
+    with precision.native_stderr() as caught:
+        os.write(2, b"E0000 util.cc:131] oneDNN supports DT_HALF only ...\n")
+    assert "DT_HALF" in caught.text
+    with precision.native_stderr() as quiet:
+        pass
+    assert quiet.text == ""
+
+
+def test_step_timer_keeps_the_median_without_the_first_step():
+    timer = precision.step_timer()
+    assert timer.median is None
+    timer.times = [5.0, 0.1, 0.3, 0.2]  # the first step traces and compiles
+    assert timer.median == 0.2
+
+
+def test_step_timer_times_a_real_fit():
+    import keras
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    timer = precision.step_timer()
+    model.fit(np.ones((40, 3)), np.ones(40), batch_size=8, epochs=2, verbose=0, callbacks=[timer])
+    assert len(timer.times) == 10 and timer.median > 0
+
+
+# ---------------------------------------------------------------- speed readings
+def test_speed_reading_on_a_cpu_with_bfloat16_but_no_float16_instructions():
+    lines = precision.speed_reading(cpu.flags(ZEN4), {"float32": 0.06, "mixed_bfloat16": 0.03,
+                                                      "mixed_float16": 0.35})
+    bf16, fp16 = lines
+    assert bf16.startswith("mixed_bfloat16 ran 2.0x faster than float32") and "avx512_bf16" in bf16
+    assert fp16.startswith("mixed_float16 ran 5.8x slower than float32") and "no float16 arithmetic" in fp16
+
+
+def test_speed_reading_when_bfloat16_instructions_do_not_pay_off_on_a_small_model():
+    bf16 = precision.speed_reading(cpu.flags(ZEN4), {"float32": 0.06, "mixed_bfloat16": 0.061})[0]
+    assert "about as fast as" in bf16 and "this model is small" in bf16
+
+
+def test_speed_reading_on_a_cpu_with_float16_and_amx():
+    lines = precision.speed_reading(cpu.flags(SAPPHIRE), {"float32": 0.06, "mixed_bfloat16": 0.02,
+                                                          "mixed_float16": 0.03})
+    assert "avx512_bf16 and amx_bf16" in lines[0]
+    assert lines[1].startswith("mixed_float16 ran 2.0x faster") and "avx512_fp16" in lines[1]
+
+
+def test_speed_reading_on_a_cpu_without_16_bit_instructions():
+    lines = precision.speed_reading(cpu.flags(OLD), {"float32": 0.05, "mixed_bfloat16": 0.3})
+    assert lines == [lines[0]] and "6.0x slower" in lines[0] and "no bfloat16 arithmetic" in lines[0]
+    faster = precision.speed_reading(cpu.flags(OLD), {"float32": 0.05, "mixed_bfloat16": 0.04})[0]
+    assert "half the bytes" in faster and "not from faster arithmetic" in faster
+
+
+def test_speed_reading_refuses_incomplete_or_unknown_figures():
+    with pytest.raises(ValueError, match="float32"):
+        precision.speed_reading(set(), {"mixed_float16": 0.1})
+    with pytest.raises(ValueError, match="unknown"):
+        precision.speed_reading(set(), {"float32": 0.1, "float8": 0.1})
+    with pytest.raises(ValueError, match="at least one"):
+        precision.speed_reading(set(), {"float32": 0.1})
+
+
+def test_gpu_speed_reading_follows_the_compute_capability():
+    t4 = precision.gpu_speed_reading((7, 5), {"float32": 0.006, "mixed_float16": 0.004, "mixed_bfloat16": 0.007})
+    assert "float16 Tensor Cores (from 7.0)" in t4[0]
+    assert "below 8.0: no bfloat16 Tensor Cores" in t4[1] and "gains nothing" in t4[1]
+    a100 = precision.gpu_speed_reading((8, 0), {"float32": 0.004, "mixed_bfloat16": 0.0041})
+    assert "this model is small" in a100[0] and "2.6-3.1x" in a100[0]
+    p100 = precision.gpu_speed_reading((6, 0), {"float32": 0.01, "mixed_float16": 0.008})[0]
+    assert "below 7.0" in p100 and "saves memory traffic" in p100
+    assert "unknown" in precision.gpu_speed_reading(None, {"float32": 0.01, "mixed_float16": 0.008})[0]
+    with pytest.raises(ValueError, match="at least one"):
+        precision.gpu_speed_reading((8, 0), {"float32": 0.01})
+
+
+def test_gpu_speed_reading_with_a_fake_gpu_report():
+    """The notebook passes hw.gpus[0].compute_capability; a fake TF gives the same shape of answer."""
+    from fakes import FakeNVML, FakeTF
+
+    from helpers import env
+
+    gpu = env.gpus(tf=FakeTF(n_gpus=1), nvml=FakeNVML())[0]
+    line = precision.gpu_speed_reading(gpu.compute_capability, {"float32": 0.006, "mixed_float16": 0.004})[0]
+    assert "Compute capability 7.5" in line

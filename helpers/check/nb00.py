@@ -129,5 +129,5 @@ def has_bf16_tensor_cores(answer: Any, rows: list[dict[str, Any]] | None = None)
                              "says no. Compare the number: compute_capability >= 8.0 (newer GPUs count too).")
             return wrong(f"{row['name']} (compute capability {cc}) has no bfloat16 Tensor Cores (float16 at most, "
                          "from 7.0), but your function says yes. bfloat16 starts at 8.0.")
-    return Feedback(True, f"Right on all {len(rows) + len(_ROWS)} rows: bfloat16 Tensor Cores from compute "
-                          "capability 8.0 (Ampere) on.")
+    return Feedback(True, "Right on every row of the GPU table and on made-up GPUs from compute capability 6.1 to "
+                          "12.0: bfloat16 Tensor Cores from 8.0 (Ampere) on.")

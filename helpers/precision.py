@@ -11,8 +11,9 @@ stays on the notebook's page. This module holds what is too long for a cell:
 * :func:`native_stderr`, which catches what TensorFlow's C++ code says the first time it meets float16
   (on a CPU without float16 instructions: that oneDNN falls back to other kernels), so the notebook can
   show it as a reading instead of red text;
-* :func:`speed_reading`, the sentences that explain the measured speed of each policy on a CPU from
-  the CPU's instruction-set flags (read by :func:`helpers.cpu.flags`).
+* :func:`speed_reading` and :func:`gpu_speed_reading`, the sentences that explain the measured speed of
+  each policy from the CPU's instruction-set flags (read by :func:`helpers.cpu.flags`) or from the GPU's
+  compute capability.
 """
 
 from __future__ import annotations
@@ -264,7 +265,8 @@ def gpu_speed_reading(compute_capability: tuple[int, int] | None, step_s: Mappin
     """Explain each mixed policy's measured step time on a GPU from its compute capability.
 
     Float16 Tensor Cores arrived with compute capability 7.0, bfloat16 (and TF32) ones with 8.0
-    (NVIDIA CUDA C++ Programming Guide; TensorFlow's mixed precision guide).
+    (NVIDIA CUDA C++ Programming Guide; TensorFlow's mixed precision guide). From 8.0 a last sentence
+    says that the float32 baseline already uses TF32 Tensor Cores.
 
     Example:
         >>> gpu_speed_reading((7, 5), {"float32": 0.02, "mixed_float16": 0.01})[0][:48]
@@ -295,4 +297,8 @@ def gpu_speed_reading(compute_capability: tuple[int, int] | None, step_s: Mappin
         lines.append(head + why)
     if not lines:
         raise ValueError("step_s needs at least one of 'mixed_float16' and 'mixed_bfloat16' besides 'float32'.")
+    if cc is not None and cc >= (8, 0):
+        lines.append(f"On compute capability {cc[0]}.{cc[1]} the float32 run is not plain float32: TensorFlow runs its "
+                     "matmuls and convolutions in TF32 on Tensor Cores by default, so the mixed policies gain less "
+                     "over it than over true float32 (TensorFlow's mixed precision guide).")
     return lines

@@ -19,10 +19,10 @@ def right_min_loss_scale(gradient):
 
 def right_next_scale(scale, finite, good_steps, growth_steps):
     if not finite:
-        return scale / 2, 0
+        return scale / 2, 0, False
     if good_steps + 1 == growth_steps:
-        return scale * 2, 0
-    return scale, good_steps + 1
+        return scale * 2, 0, True
+    return scale, good_steps + 1, True
 
 
 # ---------------------------------------------------------------- exercise 1
@@ -47,6 +47,11 @@ def test_min_loss_scale_refuses_a_constant():
     (lambda g: check._reference_scale(g, np.finfo(np.float16).smallest_subnormal), "smallest normal"),
     (lambda g: 2.0**-14 / abs(g), "powers of two"),
     (lambda g: 4 * right_min_loss_scale(g), "larger than needed"),
+    (lambda g: 2 ** max(0, math.floor(-14 - math.log2(abs(g))) + 1), "not <="),  # `<=` for `<`
+    (lambda g: 2.0 ** math.ceil(-14 - math.log2(abs(g))), "k >= 0"),  # forgets max(0, ...): 2**-14 for g=1
+    (lambda g: check._reference_scale(g, 2.0**-126), "bfloat16"),  # bfloat16's smallest normal
+    (lambda g: check._reference_scale(g, 65504.0), "65504"),  # float16's largest number
+    (lambda g: 1, "no scaling"),
 ])
 def test_min_loss_scale_explains_plausible_mistakes(answer, hint):
     fb = check.min_loss_scale(answer)
@@ -75,8 +80,10 @@ def test_next_scale_accepts_the_model_answer_and_a_list_pair():
 
 
 def test_next_scale_refuses_constants_and_wrong_shapes():
-    assert not check.next_scale(lambda s, f, g, n: (32768.0, 0)).ok
-    assert "pair" in check.next_scale(lambda s, f, g, n: s / 2).message
+    assert not check.next_scale(lambda s, f, g, n: (32768.0, 0, True)).ok
+    assert "three values" in check.next_scale(lambda s, f, g, n: s / 2).message
+    assert "three values" in check.next_scale(lambda *a: right_next_scale(*a)[:2]).message  # the old pair
+    assert "a bool" in check.next_scale(lambda *a: (*right_next_scale(*a)[:2], "yes")).message
     assert "Define a function" in check.next_scale((16384.0, 0)).message
     assert "returns None" in check.next_scale(lambda s, f, g, n: None).message
 
@@ -92,8 +99,19 @@ def test_next_scale_explains_plausible_mistakes(kind, hint):
 
 
 def test_next_scale_explains_a_wrong_factor():
-    fb = check.next_scale(lambda s, f, g, n: (s / 4, 0) if not f else right_next_scale(s, f, g, n))
+    fb = check.next_scale(lambda s, f, g, n: (s / 4, 0, False) if not f else right_next_scale(s, f, g, n))
     assert not fb.ok and "halves the scale" in fb.message
+    fb = check.next_scale(lambda s, f, g, n: (s * 2, 0, False) if not f else right_next_scale(s, f, g, n))
+    assert not fb.ok and "halves the scale" in fb.message  # doubles instead of halving
+
+
+def test_next_scale_refuses_an_update_not_skipped_on_inf_or_nan():
+    fb = check.next_scale(lambda s, f, g, n: (*right_next_scale(s, f, g, n)[:2], True))
+    assert not fb.ok and "skips the update" in fb.message and "applied = False" in fb.message
+    fb = check.next_scale(lambda s, f, g, n: right_next_scale(s, True, g, n))  # inf/NaN treated as finite
+    assert not fb.ok and "treated the inf/NaN step as a finite one" in fb.message
+    fb = check.next_scale(lambda s, f, g, n: (*right_next_scale(s, f, g, n)[:2], False))
+    assert not fb.ok and "applied = True" in fb.message
 
 
 def test_the_reference_rule_is_what_keras_loss_scale_optimizer_does():
@@ -106,7 +124,9 @@ def test_the_reference_rule_is_what_keras_loss_scale_optimizer_does():
                                                   dynamic_growth_steps=growth)
         opt.build([w])
         expected, _ = check._trajectory(check._reference_next, growth, start, steps)
-        for finite, (scale, _) in zip(steps, expected, strict=True):
+        for finite, (scale, _, applied) in zip(steps, expected, strict=True):
             grad = np.ones(2, dtype="float32") if finite else np.array([np.inf, 1.0], dtype="float32")
+            before = w.numpy().copy()
             opt.apply_gradients([(grad, w)])
             assert float(opt.dynamic_scale.numpy()) == scale, (growth, start, steps)
+            assert (not np.array_equal(w.numpy(), before)) == applied, (growth, start, steps)

@@ -114,6 +114,8 @@ def test_gpu_speed_reading_follows_the_compute_capability():
     assert "below 8.0: no bfloat16 Tensor Cores" in t4[1] and "gains nothing" in t4[1]
     a100 = precision.gpu_speed_reading((8, 0), {"float32": 0.004, "mixed_bfloat16": 0.0041})
     assert "this model is small" in a100[0] and "2.6-3.1x" in a100[0]
+    assert len(a100) == 2 and "TF32 on Tensor Cores" in a100[1]  # A100's float32 baseline is TF32
+    assert not any("TF32" in line for line in t4)  # a T4 has no TF32
     p100 = precision.gpu_speed_reading((6, 0), {"float32": 0.01, "mixed_float16": 0.008})[0]
     assert "below 7.0" in p100 and "saves memory traffic" in p100
     assert "unknown" in precision.gpu_speed_reading(None, {"float32": 0.01, "mixed_float16": 0.008})[0]

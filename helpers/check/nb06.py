@@ -2,12 +2,15 @@
 
 Both exercises ask for a function, and the checks call it on values they make up:
 
-* ``min_loss_scale(gradient)`` on gradients from 1 down to 1e-12, positive and negative, so a constant,
-  the exponent instead of the power of two, a scale one doubling short, the threshold of
-  subnormals instead of normals, and a forgotten ``abs`` each give a wrong answer somewhere.
-* ``next_scale(scale, finite, good_steps, growth_steps)`` over made-up sequences of finite and
-  inf/NaN steps, compared step by step with the rule Keras' ``LossScaleOptimizer`` follows (the
-  tests check that rule against the real optimizer).
+* ``min_loss_scale(gradient)`` on gradients from 1 down to 4e-12, positive and negative, one exactly a
+  power of two, so a constant, the exponent instead of the power of two, a scale one doubling short or
+  long (``<=`` for ``<``), the threshold of subnormals, of bfloat16 or of float16's largest number
+  instead of float16's smallest normal, a scale below 1, and a forgotten ``abs`` each give a wrong
+  answer somewhere.
+* ``next_scale(scale, finite, good_steps, growth_steps)`` -> ``(new_scale, new_good_steps, applied)``
+  over made-up sequences of finite and inf/NaN steps, compared step by step with the rule Keras'
+  ``LossScaleOptimizer`` follows (the tests check that rule against the real optimizer), so doubling
+  instead of halving, a count not reset, and an inf/NaN update not skipped are refused.
 """
 
 from __future__ import annotations
@@ -25,9 +28,12 @@ __all__ = ["min_loss_scale", "next_scale", "GRADIENTS", "SEQUENCES"]
 
 SMALLEST_NORMAL = 2.0**-14  # float16's smallest normal number, 6.1e-5
 SMALLEST_SUBNORMAL = 2.0**-24  # float16's smallest subnormal, 6.0e-8
+FLOAT16_MAX = 65504.0
+BFLOAT16_SMALLEST_NORMAL = 2.0**-126  # float32's too: such formats need no loss scale
 
-# Made-up gradients: none sits on a power-of-two boundary, two are negative.
-GRADIENTS = (1e-3, 1.0, 5e-6, -2e-7, 3e-8, 1e-8, 7e-10, -4e-12)
+# Made-up gradients: two are negative, one (2**-20) is a power of two, so that abs(g) * 64 lands exactly
+# on 2**-14 and `<=` in place of `<` doubles once too often.
+GRADIENTS = (1e-3, 1.0, 5e-6, 2.0**-20, -2e-7, 3e-8, 1e-8, 7e-10, -4e-12)
 
 
 class _TooSlow(Exception):
@@ -111,16 +117,29 @@ def min_loss_scale(answer: Any) -> Feedback:
             return wrong(f"{shown}. Gradients can be negative: compare abs(gradient) * scale with the threshold.")
         if value == math.log2(expected):
             return wrong(f"{shown}. You returned the exponent k; return the scale 2**k.")
+        if value > 0 and not math.log2(value).is_integer():
+            return wrong(f"{shown}. Loss scales are powers of two: multiplying by 2**k changes only the "
+                         "exponent, so scaling and unscaling lose no bits.")
+        if 0 < value < 1:
+            return wrong(f"{shown}. The scale is 2**k with k >= 0: a loss scale never shrinks a gradient, and "
+                         "one already at or above 2**-14 needs a scale of 1.")
+        if value == 1 and expected > 1 and value == _reference_scale(g, BFLOAT16_SMALLEST_NORMAL):
+            return wrong(f"{shown}: no scaling at all. The threshold is float16's smallest normal, 2**-14 (6.1e-5); "
+                         "bfloat16's and float32's (1.2e-38) are far lower, which is why bfloat16 needs no loss "
+                         "scaling.")
         if value == _reference_scale(g, SMALLEST_SUBNORMAL):
             return wrong(f"{shown}. That scale only keeps the gradient from becoming 0 (float16's smallest "
                          "subnormal); aim for the smallest normal, np.finfo(np.float16).smallest_normal (2**-14), "
                          "where float16 keeps all its significant bits.")
+        if value in (_reference_scale(g, FLOAT16_MAX), _reference_scale(g, FLOAT16_MAX) / 2):
+            return wrong(f"{shown}. You aimed at float16's largest number, 65504; the smallest scale lifts the "
+                         "gradient only to float16's smallest normal, 2**-14.")
+        if value == 2 * expected and abs(g) * expected == SMALLEST_NORMAL:
+            return wrong(f"{shown}: one doubling too many. Here abs(gradient) * {expected:g} is exactly 2**-14, "
+                         "which already reaches it: double while the product is < 2**-14, not <=.")
         if value == expected / 2:
             return wrong(f"{shown}: one doubling short. abs(gradient) * scale must reach the smallest normal "
                          "(>=), not stay below it.")
-        if value > 0 and not math.log2(value).is_integer():
-            return wrong(f"{shown}. Loss scales are powers of two: multiplying by 2**k changes only the "
-                         "exponent, so scaling and unscaling lose no bits.")
         if value > expected:
             return wrong(f"{shown}: larger than needed. Start from 1 and double while abs(gradient) * scale is "
                          "below 2**-14; stop at the first scale that reaches it.")
@@ -139,17 +158,17 @@ SEQUENCES: tuple[tuple[int, float, tuple[bool, ...]], ...] = (
 )
 
 
-def _reference_next(scale: float, finite: bool, good_steps: int, growth_steps: int) -> tuple[float, int]:
-    """The rule of Keras' LossScaleOptimizer: halve on inf/NaN, double after `growth_steps` finite steps."""
+def _reference_next(scale: float, finite: bool, good_steps: int, growth_steps: int) -> tuple[float, int, bool]:
+    """The rule of Keras' LossScaleOptimizer: skip and halve on inf/NaN, double after `growth_steps` finite steps."""
     if not finite:
-        return scale / 2, 0
+        return scale / 2, 0, False
     if good_steps + 1 >= growth_steps:
-        return scale * 2, 0
-    return scale, good_steps + 1
+        return scale * 2, 0, True
+    return scale, good_steps + 1, True
 
 
 def _trajectory(fn: Callable[..., Any], growth: int, scale: float,
-                steps: Sequence[bool]) -> tuple[list[tuple[float, int]] | None, Feedback | None]:
+                steps: Sequence[bool]) -> tuple[list[tuple[float, int, bool]] | None, Feedback | None]:
     out, good = [], 0
     for finite in steps:
         got, failed = _call(fn, scale, finite, good, growth)
@@ -157,44 +176,47 @@ def _trajectory(fn: Callable[..., Any], growth: int, scale: float,
             return None, failed
         if got is None or got is Ellipsis:
             return None, returned_none("next_scale")
-        if not isinstance(got, (tuple, list)) or len(got) != 2:
-            return None, wrong(f"next_scale returned {type(got).__name__} {got!r}; return a pair "
-                               "(new_scale, new_good_steps), e.g. `return scale * 2, 0`.")
+        if not isinstance(got, (tuple, list)) or len(got) != 3:
+            return None, wrong(f"next_scale returned {type(got).__name__} {got!r}; return three values "
+                               "(new_scale, new_good_steps, applied), e.g. `return scale * 2, 0, True`.")
         new_scale, new_good = _number(got[0]), _number(got[1])
-        if new_scale is None or new_good is None:
-            return None, wrong(f"next_scale returned {got!r}; return two numbers (new_scale, new_good_steps).")
-        out.append((new_scale, int(new_good)))
+        if new_scale is None or new_good is None or got[2] not in (True, False):
+            return None, wrong(f"next_scale returned {got!r}; return two numbers and a bool "
+                               "(new_scale, new_good_steps, applied).")
+        out.append((new_scale, int(new_good), bool(got[2])))
         scale, good = new_scale, int(new_good)
     return out, None
 
 
-def _variant(kind: str) -> Callable[..., tuple[float, int]]:
-    def fn(scale: float, finite: bool, good: int, growth: int) -> tuple[float, int]:
+def _variant(kind: str) -> Callable[..., tuple[float, int, bool]]:
+    def fn(scale: float, finite: bool, good: int, growth: int) -> tuple[float, int, bool]:
         if not finite:
-            return scale / 2, (good if kind == "no_reset" else 0)
+            return scale / 2, (good if kind == "no_reset" else 0), False
         if kind == "always_double":
-            return scale * 2, 0
+            return scale * 2, 0, True
         if kind == "late" and good + 1 > growth:
-            return scale * 2, 0
+            return scale * 2, 0, True
         if kind == "late":
-            return scale, good + 1
+            return scale, good + 1, True
         return _reference_next(scale, finite, good, growth)
     return fn
 
 
 def next_scale(answer: Any) -> Feedback:
     """Exercise 06.2: ``next_scale(scale, finite, good_steps, growth_steps)`` returns
-    ``(new_scale, new_good_steps)`` by the dynamic loss-scaling rule of ``LossScaleOptimizer``.
+    ``(new_scale, new_good_steps, applied)`` by the dynamic loss-scaling rule of ``LossScaleOptimizer``.
 
     Example:
         >>> def next_scale_(scale, finite, good_steps, growth_steps):
         ...     if not finite:
-        ...         return scale / 2, 0
+        ...         return scale / 2, 0, False
         ...     if good_steps + 1 == growth_steps:
-        ...         return scale * 2, 0
-        ...     return scale, good_steps + 1
+        ...         return scale * 2, 0, True
+        ...     return scale, good_steps + 1, True
         >>> next_scale(next_scale_).ok
         True
+        >>> next_scale(lambda s, f, g, n: next_scale_(s, True, g, n)).ok  # treats inf/NaN steps as finite
+        False
     """
     if (fb := not_filled(answer)) is not None:
         return fb
@@ -222,11 +244,21 @@ def next_scale(answer: Any) -> Feedback:
             if got == variant:
                 return wrong(f"{shown}: {hint}")
         scale_got, scale_expected = got[where][0], expected[where][0]
+        applied_wrong = got[where][2] != expected[where][2]
+        if not steps[where] and got[where][2] and scale_got >= 2 * scale_expected:
+            return wrong(f"{shown}: you treated the inf/NaN step as a finite one. It skips the update "
+                         "(applied False) and halves the scale.")
+        if not steps[where] and applied_wrong:
+            return wrong(f"{shown}. An inf/NaN step skips the update: return applied = False for it, so the "
+                         "weights keep their values.")
+        if applied_wrong:
+            return wrong(f"{shown}. A finite step's update is applied: return applied = True for it.")
         if not steps[where] and scale_got != scale_expected:
             return wrong(f"{shown}. An inf/NaN step halves the scale (scale / 2) and skips the update.")
         if got[where][1] != expected[where][1]:
             return wrong(f"{shown}. The second number counts finite steps in a row since the last change: add 1 "
                          "after a finite step, reset to 0 after doubling or halving.")
         return wrong(f"{shown}. Double after growth_steps finite steps in a row; halve after an inf/NaN step.")
-    return Feedback(True, f"Right on {len(SEQUENCES)} made-up sequences: your rule gives the same scales as Keras' "
-                          "LossScaleOptimizer (halve on inf/NaN, double after growth_steps finite steps in a row).")
+    return Feedback(True, f"Right on {len(SEQUENCES)} made-up sequences: your rule gives the same scales and skipped "
+                          "updates as Keras' LossScaleOptimizer (skip and halve on inf/NaN, double after "
+                          "growth_steps finite steps in a row).")

@@ -22,14 +22,15 @@ pytestmark = [pytest.mark.browser,
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
 COUNT_CELLS = """() => {
-    // JupyterLab renders red stderr text and tracebacks alike as application/vnd.jupyter.stderr.
-    const cells = [...document.querySelectorAll('.jp-CodeCell')];
-    const prompts = cells.map(c => c.querySelector('.jp-InputPrompt')?.textContent || '');
-    const red = [...document.querySelectorAll(
-        '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')];
-    return {cells: cells.length, unrun: prompts.filter(p => !/\\[\\d+\\]/.test(p)).length,
-            stderr: red.length,
-            errors: red.filter(e => /Traceback|Error/.test(e.textContent)).length};
+    // Read from the notebook's model, not the page: JupyterLab draws only the cells in view, and a
+    // collapsed cell (the Colab cell) shows no prompt. Red stderr text and tracebacks both count as stderr.
+    const widgets = window.jupyterapp.shell.currentWidget.content.widgets;
+    const cells = widgets.filter(w => w.model.type === 'code');
+    const outputs = cells.flatMap(c => c.model.outputs.toJSON());
+    const red = outputs.filter(o => o.output_type === 'error' || (o.output_type === 'stream' && o.name === 'stderr'));
+    const text = o => o.output_type === 'error' ? o.ename + (o.traceback || []).join('') : [].concat(o.text).join('');
+    return {cells: cells.length, unrun: cells.filter(c => !c.model.executionCount).length,
+            stderr: red.length, errors: red.filter(o => /Traceback|Error/.test(text(o))).length};
 }"""
 SHOTS = Path(os.environ.get("COURSE_SCRATCH") or labserver.ROOT / "scratch") / "browser"
 
@@ -83,6 +84,9 @@ def test_notebook_runs_all_cells_cleanly_in_jupyterlab(lab, browser, name):
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     last_line = page.locator(".jp-Cell").last.locator(".jp-OutputArea-output")
     last_line.filter(has_text="key results").first.wait_for(timeout=180_000)
+    # The last output can arrive before the kernel's reply that numbers the cell.
+    page.wait_for_function("window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel?.status === 'idle'",
+                           timeout=60_000)
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name[:2]}.png"), full_page=False)
     counts = page.evaluate(COUNT_CELLS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,3 +69,47 @@ def whole_number(answer: Any) -> int | Feedback:
     if isinstance(answer, bool) or not isinstance(answer, numbers.Real) or float(answer) != int(answer):
         return wrong(f"Answer with a whole number (an int), not {type(answer).__name__}.")
     return int(answer)
+
+
+def call(fn: Callable[..., Any], *args: Any, show_args: bool = False) -> tuple[Any, Feedback | None]:
+    """Call the learner's function: its value and None, or None and the Feedback that says how it failed.
+
+    Never raises; with `show_args` the message names the arguments of the failing call.
+
+    Example:
+        >>> call(lambda x: 1 / x, 0, show_args=True)[1]
+        ❌ Not yet. Your function raised ZeroDivisionError for (0): division by zero
+    """
+    try:
+        return fn(*args), None
+    except Exception as exc:  # noqa: BLE001 - the learner's code may raise anything: say how
+        detail = (str(exc).splitlines() or [""])[0][:200] or "(no message)"
+        where = " for (" + ", ".join(_shown(a) for a in args) + ")" if show_args else ""
+        return None, wrong(f"Your function raised {type(exc).__name__}{where}: {detail}")
+
+
+def _shown(value: Any) -> str:
+    if hasattr(value, "shape") and getattr(value, "ndim", 0):
+        return "array"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def number(value: Any) -> float | None:
+    """A real scalar (Python, NumPy, a one-element array or a scalar tensor) as a float, else None.
+
+    Example:
+        >>> number(3), number(True), number("3")
+        (3.0, None, None)
+    """
+    if hasattr(value, "numpy") and not isinstance(value, numbers.Number):
+        value = value.numpy()
+    if hasattr(value, "size") and hasattr(value, "reshape"):
+        if value.size != 1:
+            return None
+        value = value.reshape(()).item()
+    elif hasattr(value, "item") and not isinstance(value, numbers.Number):
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    return float(value)

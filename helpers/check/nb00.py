@@ -7,11 +7,10 @@ right only on this machine (the constant 0 on a laptop without a GPU) does not p
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from helpers.check._feedback import Feedback, not_filled, returned_none, whole_number, wrong
+from helpers.check._feedback import Feedback, call, not_filled, returned_none, whole_number, wrong
 
 __all__ = ["count_gpus", "has_bf16_tensor_cores"]
 
@@ -29,11 +28,6 @@ MACHINES: dict[str, list[Any]] = {
 }
 
 
-def _call(fn: Callable[..., Any], *args: Any) -> tuple[Any, Feedback | None]:
-    try:
-        return fn(*args), None
-    except Exception as exc:  # the learner's code failed: say where, never raise
-        return None, wrong(f"Your function raised {type(exc).__name__}: {exc}")
 
 
 def count_gpus(answer: Any) -> Feedback:
@@ -55,7 +49,7 @@ def count_gpus(answer: Any) -> Feedback:
                      "check calls it on device lists of other machines (a constant is right on one machine only).")
     for machine, devices in MACHINES.items():
         expected = sum(d.device_type == "GPU" for d in devices)
-        got, failed = _call(answer, list(devices))
+        got, failed = call(answer, list(devices))
         if failed is not None:
             return failed
         if got is None:
@@ -110,7 +104,7 @@ def has_bf16_tensor_cores(answer: Any, rows: list[dict[str, Any]] | None = None)
 
         rows = data.load_gpu_specs()
     for row in [*rows, *_ROWS]:
-        got, failed = _call(answer, dict(row))
+        got, failed = call(answer, dict(row))
         if failed is not None:
             return failed
         if got is None:
@@ -120,7 +114,7 @@ def has_bf16_tensor_cores(answer: Any, rows: list[dict[str, Any]] | None = None)
         expected = row["compute_capability"] >= 8.0
         if bool(got) != expected:
             cc = row["compute_capability"]
-            strict = _call(answer, {"name": "probe", "compute_capability": 8.6})[0] is True
+            strict = call(answer, {"name": "probe", "compute_capability": 8.6})[0] is True
             if cc == 8.0 and strict:
                 return wrong(f"{row['name']} has compute capability exactly 8.0 and has bfloat16 Tensor Cores: "
                              "use >= 8.0, not > 8.0.")

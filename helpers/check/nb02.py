@@ -12,10 +12,9 @@ Both exercises ask for a function, and the checks call it:
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable
 from typing import Any
 
-from helpers.check._feedback import Feedback, not_filled, returned_none, wrong
+from helpers.check._feedback import Feedback, call, not_filled, returned_none, wrong
 from helpers.monitor import EXAMPLE_READINGS
 from helpers.nvml import NvmlReading
 
@@ -24,11 +23,6 @@ __all__ = ["matmul_on", "choose_gpu", "SERVERS"]
 GIB = 1024**3
 
 
-def _call(fn: Callable[..., Any], *args: Any) -> tuple[Any, Feedback | None]:
-    try:
-        return fn(*args), None
-    except Exception as exc:  # the learner's code failed: say how, never raise
-        return None, wrong(f"Your function raised {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
 
 
 def matmul_on(answer: Any, tf: Any | None = None) -> Feedback:
@@ -58,7 +52,7 @@ def matmul_on(answer: Any, tf: Any | None = None) -> Feedback:
     expected = (a @ b).numpy()
     devices = [d.name for d in tf.config.list_logical_devices()]
     for device in devices:
-        got, failed = _call(answer, device, a, b)
+        got, failed = call(answer, device, a, b)
         if failed is not None:
             return failed
         if got is None:
@@ -74,7 +68,7 @@ def matmul_on(answer: Any, tf: Any | None = None) -> Feedback:
     soft = tf.config.get_soft_device_placement()
     tf.config.set_soft_device_placement(False)
     try:
-        _, failed = _call(answer, missing, a, b)
+        _, failed = call(answer, missing, a, b)
     finally:
         tf.config.set_soft_device_placement(soft)
     if failed is None:
@@ -147,7 +141,7 @@ def choose_gpu(answer: Any, servers: dict[str, tuple[list[NvmlReading], int]] | 
                      "the check calls it on other servers, where a fixed index is wrong.")
     cases = servers if servers is not None else SERVERS
     for label, (readings, need) in cases.items():
-        got, failed = _call(answer, list(readings), need)
+        got, failed = call(answer, list(readings), need)
         if failed is not None:
             return failed
         if hasattr(got, "index") and hasattr(got, "utilization_pct"):

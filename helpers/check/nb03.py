@@ -15,27 +15,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from unittest import mock
 
-from helpers.check._feedback import Feedback, not_filled, returned_none, wrong
+from helpers.check._feedback import Feedback, call, not_filled, number, returned_none, wrong
 
 __all__ = ["gflops", "time_it", "crossover"]
 
 
-def _call(fn: Callable[..., Any], *args: Any) -> tuple[Any, Feedback | None]:
-    try:
-        return fn(*args), None
-    except Exception as err:  # the learner's code: explain, never raise
-        shown = ", ".join(repr(a) for a in args)
-        return None, wrong(f"Your function raised {type(err).__name__} for ({shown}): {err}")
 
 
-def _number(value: Any) -> float | None:
-    if hasattr(value, "numpy"):
-        value = value.numpy()
-    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
 
 
 # --------------------------------------------------------------------------- exercise 1
@@ -62,12 +48,12 @@ def gflops(answer: Any) -> Feedback:
                      "the check calls it on several sizes and times, so a number alone cannot pass.")
     outputs = []
     for n, seconds in GFLOPS_CASES:
-        got, fb = _call(answer, n, seconds)
+        got, fb = call(answer, n, seconds, show_args=True)
         if fb is not None:
             return fb
         if got is None:
             return returned_none("gflops")
-        value = _number(got)
+        value = number(got)
         if value is None:
             return wrong(f"gflops({n}, {seconds}) returned {type(got).__name__}: return a number (a float).")
         outputs.append(value)
@@ -229,7 +215,7 @@ def time_it(answer: Any) -> Feedback:
         op = FakeAsyncOp(seconds)
         clocks_before = (time.perf_counter(), time.time(), time.monotonic())
         with op.tensorflow_waits(), _cpu_clocks_watched() as cpu_clocks:
-            got, fb = _call(answer, op)
+            got, fb = call(answer, op, show_args=True)
         clocks_after = (time.perf_counter(), time.time(), time.monotonic())
         op.wait_all()
         if fb is not None:
@@ -240,7 +226,7 @@ def time_it(answer: Any) -> Feedback:
             return wrong("You returned what `fn()` returned (the result of the work): return the seconds it took.")
         if hasattr(got, "median") and hasattr(got, "times"):
             return wrong("You returned the whole benchmark result: return its `.median` (seconds).")
-        value = _number(got)
+        value = number(got)
         if value is None:
             return wrong(f"time_it returned {type(got).__name__}: return the elapsed seconds (a float), for example "
                          "the difference of two time.perf_counter() readings.")
@@ -333,7 +319,7 @@ def crossover(answer: Any) -> Feedback:
                      "sweeps, so a number alone cannot pass.")
     answers = []
     for sizes, cpu_s, gpu_s in CROSSOVER_CASES:
-        got, fb = _call(answer, list(sizes), list(cpu_s), list(gpu_s))
+        got, fb = call(answer, list(sizes), list(cpu_s), list(gpu_s), show_args=True)
         if fb is not None:
             return fb
         answers.append(got)
@@ -341,7 +327,7 @@ def crossover(answer: Any) -> Feedback:
         return returned_none("crossover")
     for (sizes, cpu_s, gpu_s), got in zip(CROSSOVER_CASES, answers, strict=True):
         expected = expected_for(sizes, cpu_s, gpu_s)
-        if got == expected and type(got) is type(expected) or (expected is not None and _number(got) == expected):
+        if got == expected and type(got) is type(expected) or (expected is not None and number(got) == expected):
             continue
         return _crossover_hint(sizes, cpu_s, gpu_s, got, expected)
     return Feedback(True, f"Right: your function finds the size from which the GPU stays strictly faster, and None "

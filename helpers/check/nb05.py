@@ -9,31 +9,16 @@ was made.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable
 from typing import Any
 
-from helpers.check._feedback import Feedback, not_filled, returned_none, wrong
+from helpers.check._feedback import Feedback, call, not_filled, number, returned_none, wrong
 
 __all__ = ["updates_in_budget", "scaled_warmup_lr", "max_batch_that_fits"]
 
 
-def _call(fn: Callable[..., Any], *args: Any) -> tuple[Any, Feedback | None]:
-    try:
-        return fn(*args), None
-    except Exception as exc:  # the learner's code failed: say how, never raise
-        detail = str(exc).splitlines()[0][:200] if str(exc) else "(no message)"
-        return None, wrong(f"Your function raised {type(exc).__name__}: {detail}")
 
 
-def _number(value: Any) -> float | None:
-    if hasattr(value, "numpy") and not isinstance(value, numbers.Number):
-        value = value.numpy()
-    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    return float(value)
 
 
 def _answers(fn: Callable[..., Any], name: str, cases: list[tuple[Any, ...]]) -> list[float] | Feedback:
@@ -45,15 +30,15 @@ def _answers(fn: Callable[..., Any], name: str, cases: list[tuple[Any, ...]]) ->
                      "made-up inputs, so a number that is right for this run only does not pass.")
     got = []
     for case in cases:
-        value, failed = _call(fn, *case)
+        value, failed = call(fn, *case)
         if failed is not None:
             return failed
         if value is None:
             return returned_none(name)
-        number = _number(value)
-        if number is None:
+        as_float = number(value)
+        if as_float is None:
             return wrong(f"{name}{case} returned {value!r} ({type(value).__name__}); return a number.")
-        got.append(number)
+        got.append(as_float)
     return got
 
 

@@ -16,13 +16,12 @@ Both exercises ask for a function, and the checks call it on values they make up
 from __future__ import annotations
 
 import math
-import numbers
 import signal
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from helpers.check._feedback import Feedback, not_filled, returned_none, wrong
+from helpers.check._feedback import Feedback, not_filled, number, returned_none, wrong
 
 __all__ = ["min_loss_scale", "next_scale", "GRADIENTS", "SEQUENCES"]
 
@@ -70,14 +69,6 @@ def _reference_scale(gradient: float, threshold: float = SMALLEST_NORMAL) -> int
     return scale
 
 
-def _number(value: Any) -> float | None:
-    if hasattr(value, "numpy") and not isinstance(value, numbers.Number):
-        value = value.numpy()
-    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    return float(value)
 
 
 def min_loss_scale(answer: Any) -> Feedback:
@@ -106,7 +97,7 @@ def min_loss_scale(answer: Any) -> Feedback:
             return failed
         if got is None or got is Ellipsis:
             return returned_none("min_loss_scale")
-        value = _number(got)
+        value = number(got)
         if value is None:
             return wrong(f"min_loss_scale({g:g}) returned {type(got).__name__}; return a number (a power of two).")
         expected = _reference_scale(g)
@@ -179,7 +170,7 @@ def _trajectory(fn: Callable[..., Any], growth: int, scale: float,
         if not isinstance(got, (tuple, list)) or len(got) != 3:
             return None, wrong(f"next_scale returned {type(got).__name__} {got!r}; return three values "
                                "(new_scale, new_good_steps, applied), e.g. `return scale * 2, 0, True`.")
-        new_scale, new_good = _number(got[0]), _number(got[1])
+        new_scale, new_good = number(got[0]), number(got[1])
         if new_scale is None or new_good is None or got[2] not in (True, False):
             return None, wrong(f"next_scale returned {got!r}; return two numbers and a bool "
                                "(new_scale, new_good_steps, applied).")

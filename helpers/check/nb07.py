@@ -13,39 +13,17 @@ Each exercise asks for a function, and the check calls it on inputs it makes up:
 from __future__ import annotations
 
 import math
-import numbers
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from helpers.check._feedback import Feedback, not_filled, returned_none, wrong
+from helpers.check._feedback import Feedback, call, not_filled, number, returned_none, wrong
 
 __all__ = ["per_replica_batch", "average_loss", "scaling_efficiency"]
 
 
-def _call(fn: Callable[..., Any], *args: Any) -> tuple[Any, Feedback | None]:
-    try:
-        return fn(*args), None
-    except Exception as exc:  # noqa: BLE001 - the learner's code may raise anything: say how, never raise
-        first = (str(exc).splitlines() or [""])[0][:200]
-        args_text = ", ".join("array" if isinstance(a, np.ndarray) else repr(a) for a in args)
-        return None, wrong(f"Your function raised {type(exc).__name__} for ({args_text}): {first}")
 
 
-def _number(value: Any) -> float | None:
-    """A real scalar as float (Python, NumPy or a scalar tensor), else None."""
-    if hasattr(value, "numpy") and not isinstance(value, numbers.Number):
-        value = value.numpy()
-    if isinstance(value, np.ndarray):
-        if value.size != 1:
-            return None
-        value = value.reshape(()).item()
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    return float(value)
 
 
 def _close(a: float, b: float, rel: float = 1e-4) -> bool:
@@ -83,12 +61,12 @@ def per_replica_batch(answer: Any) -> Feedback:
         return fb
     got = []
     for g, r, _ in SPLITS:
-        out, fb = _call(answer, g, r)
+        out, fb = call(answer, g, r, show_args=True)
         if fb is not None:
             return fb
         if out is None:
             return returned_none("per_replica_batch")
-        value = _number(out)
+        value = number(out)
         if value is None or not math.isfinite(value) or value != int(value):
             return wrong(f"per_replica_batch({g}, {r}) returned {out!r}. Return a whole number of examples (an int): "
                          "use // once you know the division is exact.")
@@ -146,12 +124,12 @@ def average_loss(answer: Any) -> Feedback:
     for losses, replicas in _made_up_batches():
         parts = []
         for part in np.split(losses, replicas):
-            out, fb = _call(answer, part.copy(), len(losses))
+            out, fb = call(answer, part.copy(), len(losses), show_args=True)
             if fb is not None:
                 return fb
             if out is None:
                 return returned_none("average_loss")
-            value = _number(out)
+            value = number(out)
             if value is None:
                 return wrong(f"average_loss returned {type(out).__name__} {out!r}. Return one number (a scalar): the "
                              "replica's share of the loss, not one value per example.")
@@ -202,12 +180,12 @@ def scaling_efficiency(answer: Any) -> Feedback:
         return fb
     got = []
     for s1, sn, n in THROUGHPUTS:
-        out, fb = _call(answer, s1, sn, n)
+        out, fb = call(answer, s1, sn, n, show_args=True)
         if fb is not None:
             return fb
         if out is None:
             return returned_none("scaling_efficiency")
-        value = _number(out)
+        value = number(out)
         if value is None or not math.isfinite(value):
             return wrong(f"scaling_efficiency({s1:g}, {sn:g}, {n}) returned {out!r}. Return a number.")
         got.append(value)

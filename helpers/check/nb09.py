@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable
 from typing import Any
 
-from helpers.check._feedback import Feedback, not_filled, returned_none, wrong
+from helpers.check._feedback import Feedback, call, not_filled, returned_none, wrong
 
 __all__ = ["adam_training_bytes", "fits", "energy_kwh", "ADAM_CASES", "FIT_CASES", "ENERGY_CASES"]
 
@@ -35,11 +34,6 @@ ENERGY_CASES = [(2375 * 3600, 2375.0, 400.0), (1_000_000, 500.0, 70.0), (115_305
                 (10, 1.0, 1000.0)]
 
 
-def _call(fn: Callable[..., Any], *args: Any) -> tuple[Any, Feedback | None]:
-    try:
-        return fn(*args), None
-    except Exception as exc:  # the learner's code failed: say how, never raise
-        return None, wrong(f"Your function raised {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
 
 
 def _not_a_function(answer: Any, signature: str) -> Feedback | None:
@@ -84,7 +78,7 @@ def adam_training_bytes(answer: Any) -> Feedback:
     if (fb := _not_a_function(answer, "adam_training_bytes(params, dtype_bytes)")) is not None:
         return fb
     for params, dtype_bytes in ADAM_CASES:
-        got, failed = _call(answer, params, dtype_bytes)
+        got, failed = call(answer, params, dtype_bytes)
         if failed is not None:
             return failed
         got = _number(got, "adam_training_bytes")
@@ -133,7 +127,7 @@ def fits(answer: Any) -> Feedback:
         return fb
     answers = []
     for job, gb in FIT_CASES:
-        got, failed = _call(answer, job, gb)
+        got, failed = call(answer, job, gb)
         if failed is not None:
             return failed
         if got is None:
@@ -176,7 +170,7 @@ def energy_kwh(answer: Any) -> Feedback:
     if (fb := _not_a_function(answer, "energy_kwh(images, images_per_s, watts)")) is not None:
         return fb
     for images, rate, watts in ENERGY_CASES:
-        got, failed = _call(answer, images, rate, watts)
+        got, failed = call(answer, images, rate, watts)
         if failed is not None:
             return failed
         got = _number(got, "energy_kwh")

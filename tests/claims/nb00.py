@@ -2,13 +2,11 @@
 
 import os
 
+from claims import common
 
-def check(run):
-    shared(run)
-    if run.results["gpu_count"]:
-        on_gpu(run)
-    else:
-        on_cpu(run)
+
+def check(run) -> None:
+    common.dispatch(run, __name__)
 
 
 def shared(run):

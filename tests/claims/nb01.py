@@ -5,15 +5,13 @@ images for overfitting, validated on the last 500 training-split images) as well
 sizes; the margins were checked over several seeds.
 """
 
+from claims import common
+
 RESNET50_PARAMS = 25_636_712  # keras.applications.ResNet50(weights=None).count_params()
 
 
-def check(run):
-    shared(run)
-    if run.results["gpu_count"]:
-        on_gpu(run)
-    else:
-        on_cpu(run)
+def check(run) -> None:
+    common.dispatch(run, __name__)
 
 
 def shared(run):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from claims import common
+
 _DEVICE = re.compile(r"device:([A-Za-z_]+):(\d+)$")
 
 
@@ -13,19 +15,14 @@ def _short(device: str) -> str:
 
 
 def check(run) -> None:
-    shared(run)
-    if run.results["gpu_count"]:
-        on_gpu(run)
-    else:
-        on_cpu(run)
+    common.dispatch(run, __name__)
 
 
 def shared(run) -> None:
     r = run.results
-    for key in ("placements", "gpu_count", "exercises_solved", "logical_devices", "physical_devices",
+    common.require(r, ("placements", "gpu_count", "exercises_solved", "logical_devices", "physical_devices",
                 "soft_placement_demo", "hard_placement_error", "cuda_visible_devices_demo",
-                "utilisation_source", "utilisation", "nvml_status", "nvml_readings"):
-        assert key in r, f"results lack {key!r}"
+                "utilisation_source", "utilisation", "nvml_status", "nvml_readings"))
 
     # Placement: every op ran on a logical device that exists in this run.
     logical = {_short(d) for d in r["logical_devices"]}

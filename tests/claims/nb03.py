@@ -4,17 +4,15 @@ Timings are compared within one run (the naive timer against the synchronised on
 against the recorded peak), never against absolute numbers.
 """
 
+from claims import common
+
 KEYS = ("gpu_count", "dispatch_only_s", "synced_s", "async_waits_s", "matmul_gflops", "numpy_gflops", "peak_gflops",
         "peak_source", "cpu_peak_at_os_clock", "conv_gflops", "text_epoch_s", "first_call_s", "steady_call_s",
         "copy_s", "elementwise_gb_s", "resnet50_images_per_s", "exercises_solved")
 
 
-def check(run):
-    shared(run)
-    if run.results["gpu_count"]:
-        on_gpu(run)
-    else:
-        on_cpu(run)
+def check(run) -> None:
+    common.dispatch(run, __name__)
 
 
 def _gflops_figures(r):

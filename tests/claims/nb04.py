@@ -8,22 +8,19 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from claims import common
+
 VARIANTS = ("naive", "naive_default", "parallel", "cached", "prefetched", "tuned", "in_model", "in_map")
 
 
 def check(run) -> None:
-    shared(run)
-    if run.results["gpu_count"]:
-        on_gpu(run)
-    else:
-        on_cpu(run)
+    common.dispatch(run, __name__)
 
 
 def shared(run) -> None:
     r = run.results
-    for key in ("gpu_count", "images_per_s", "input_bound_fraction", "trace_dir", "profiler_verdicts",
-                "three_timings_s", "wait_share", "placement_rounds_s", "augmentation_check", "exercises_solved"):
-        assert key in r, f"results lack {key!r}"
+    common.require(r, ("gpu_count", "images_per_s", "input_bound_fraction", "trace_dir", "profiler_verdicts",
+                "three_timings_s", "wait_share", "placement_rounds_s", "augmentation_check", "exercises_solved"))
 
     # Throughput of every variant was measured, and the tuned pipeline beats the naive one clearly.
     ips = r["images_per_s"]

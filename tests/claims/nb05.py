@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import math
 
+from claims import common
 
-def check(run):
-    shared(run)
-    if run.results["gpu_count"]:
-        on_gpu(run)
-    else:
-        on_cpu(run)
+
+def check(run) -> None:
+    common.dispatch(run, __name__)
 
 
 def _by_batch(values):
@@ -25,9 +23,8 @@ def _by_batch(values):
 
 def shared(run):
     r = run.results
-    for key in ("gpu_count", "samples_per_s", "memory_bytes", "final_accuracy", "max_batch", "max_batch_reason",
-                "wall", "scaling_rule_helped", "t4_estimate_max_batch", "exercises_solved"):
-        assert key in r, f"results lack {key!r}"
+    common.require(r, ("gpu_count", "samples_per_s", "memory_bytes", "final_accuracy", "max_batch", "max_batch_reason",
+                "wall", "scaling_rule_helped", "t4_estimate_max_batch", "exercises_solved"))
     text = run.outputs_text()
 
     # Throughput: a positive figure for at least three batch sizes.

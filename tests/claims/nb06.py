@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import re
 
+from claims import common
+
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 KEYS = ("gpu_count", "underflow_fraction_fp16", "underflow_fraction_scaled", "memory", "accuracy", "step_s",
         "cpu_flags", "skipped_step", "multiple_of_8", "exercises_solved")
 
 
 def check(run) -> None:
-    shared(run)
-    if run.results["gpu_count"]:
-        on_gpu(run)
-    else:
-        on_cpu(run)
+    common.dispatch(run, __name__)
 
 
 def shared(run) -> None:

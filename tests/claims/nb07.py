@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import math
 
+from claims import common
+
 KEYS = ("gpu_count", "devices", "fresh_split", "fit", "no_build_error", "final_loss", "loss_gap", "replicas",
         "replicas_asked", "per_replica_batch", "global_batch", "samples_per_s", "scaling_efficiency", "all_reduce_ms",
         "exercises_solved")
 
 
 def check(run) -> None:
-    shared(run)
-    if run.results["gpu_count"]:
-        on_gpu(run)
-    else:
-        on_cpu(run)
+    common.dispatch(run, __name__)
 
 
 def _finite(value) -> bool:

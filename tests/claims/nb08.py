@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from claims import common
+
 KEYS = ("gpu_count", "workers", "epochs", "collective", "worker_devices", "killed_at_epoch", "resumed_from_epoch",
         "optimizer_step", "final_epoch", "losses", "weights_checksums", "run_1", "run_2", "in_kernel_strategy",
         "backup_and_restore", "manifest_valid", "manifest_report", "manifest_errors", "lenient_errors",
@@ -12,11 +14,7 @@ KEYS = ("gpu_count", "workers", "epochs", "collective", "worker_devices", "kille
 
 
 def check(run) -> None:
-    shared(run)
-    if run.results["gpu_count"]:
-        on_gpu(run)
-    else:
-        on_cpu(run)
+    common.dispatch(run, __name__)
 
 
 def _nothing_left_running(r) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from claims import common
 from helpers import data
 
 GIB = 2**30
@@ -13,19 +14,14 @@ MEASURED_BY_NVIDIA = ("Tesla V100 SXM2", "A100 SXM4 40 GB")
 
 
 def check(run) -> None:
-    shared(run)
-    if run.results["gpu_count"]:
-        on_gpu(run)
-    else:
-        on_cpu(run)
+    common.dispatch(run, __name__)
 
 
 def shared(run) -> None:
     r = run.results
-    for key in ("gpu_count", "exercises_solved", "spec_sources", "lookup_demo", "detected", "estimated_bytes",
+    common.require(r, ("gpu_count", "exercises_solved", "spec_sources", "lookup_demo", "detected", "estimated_bytes",
                 "measured_bytes", "estimate_error", "estimate_parts", "fits", "example_job", "jobs", "images_per_s",
-                "run_cost", "run_job", "cpu_training_days", "nvml_readings"):
-        assert key in r, f"results lack {key!r}"
+                "run_cost", "run_job", "cpu_training_days", "nvml_readings"))
     specs = {g["name"]: g for g in data.load_gpu_specs()}
 
     # Every spec row has a source, and the notebook recorded every row.

@@ -185,6 +185,30 @@ def memory_table(peaks: Mapping[Any, float]) -> str:
     return text_table(rows)
 
 
+def dips_note(peaks: Mapping[Any, float]) -> str:
+    """A sentence on batch sizes whose peak is below a smaller batch's, or '' when the peak never falls.
+
+    At small batches the peak is mostly fixed costs, and which convolution kernel's scratch space
+    happens to be live at the peak differs from size to size, so a larger batch can peak lower.
+
+    Example:
+        >>> dips_note({32: 37.2e6, 64: 38.4e6, 128: 36.2e6, 256: 58.3e6})[:40]
+        'Batch 128 peaked 2.2 MB below batch 64: '
+        >>> dips_note({32: 37e6, 64: 40e6})
+        ''
+    """
+    points = _peaks(peaks)
+    dips = [(b_prev, p_prev, b, p) for (b_prev, p_prev), (b, p) in zip(points, points[1:], strict=False)
+            if p < p_prev]
+    if not dips:
+        return ""
+    parts = ", ".join(f"batch {b} peaked {(p_prev - p) / 1e6:.1f} MB below batch {b_prev}"
+                      for b_prev, p_prev, b, p in dips)
+    return (parts[0].upper() + parts[1:] + ": at these sizes the peak is mostly fixed costs (weights, optimizer "
+            "state, kernel scratch space), and which kernel holds scratch space at the peak changes with the batch; "
+            "the slope comes from the larger batches.")
+
+
 def accuracy_table(final_accuracy: Mapping[Any, Mapping[str, float]], updates: Mapping[Any, int]) -> str:
     """Test accuracy per batch size with a constant and a scaled learning rate, and the updates made.
 

@@ -136,3 +136,9 @@ def test_plot_convergence_keeps_a_batch_size_the_same_colour_in_both_panels():
     plt.close("all")
     with pytest.raises(ValueError, match="losses"):
         batching.plot_convergence({}, {})
+
+
+def test_dips_note_names_each_batch_whose_peak_fell_and_is_silent_otherwise():
+    note = batching.dips_note({32: 37e6, 64: 39e6, 128: 36e6, 256: 50e6, 512: 49e6})
+    assert "Batch 128 peaked 3.0 MB below batch 64" in note and "batch 512 peaked 1.0 MB below batch 256" in note
+    assert batching.dips_note({32: 37e6, 64: 39e6, 128: 40e6}) == ""

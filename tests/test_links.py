@@ -54,3 +54,9 @@ def test_the_readme_links_every_notebook():
 def test_a_broken_link_is_caught():
     text = "see [x](nowhere.ipynb) and [y](https://example.org) and [z](#top) and `[c](code.ipynb)`"
     assert relative_links(text) == ["nowhere.ipynb"]
+
+
+@pytest.mark.parametrize("path,text", list(documents()), ids=lambda v: v.name if isinstance(v, Path) else "")
+def test_no_link_calls_an_existing_notebook_unwritten(path, text):
+    stale = re.findall(r"\]\(([^)\s]+\.ipynb)\)[^\n]{0,3}\((?:coming|not written|to be written)[^)]*\)", text)
+    assert not stale, f"{path.name} calls {stale} not written yet, but they exist: drop the remark"

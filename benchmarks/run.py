@@ -88,7 +88,7 @@ def matmul_rates(sizes: list[int]) -> dict[str, object]:
         t_np = bench.benchmark(np.matmul, an, bn, warmup=2, repeats=repeats, sync=None).median
         tf_rates[n] = bench.gflops(matmul_flops(n, n, n), t_tf)
         np_rates[n] = bench.gflops(matmul_flops(n, n, n), t_np)
-    peak = cpu.peak(measured_ghz=cpu.measure_clock_ghz())
+    peak = cpu.peak(measured_ghz=cpu.measure_clock_ghz().value)
     return {"tf": tf_rates, "numpy": np_rates, "peak": peak.gflops, "peak_source": peak.peak_source,
             "peak_at_os_clock": peak.at_os_clock}
 

@@ -125,7 +125,7 @@ def bound_peak(peak: float | None, source: str, fastest: float) -> tuple[float, 
     """A peak that bounds every measurement: `peak`, or the fastest measurement where it beats (or lacks) one.
 
     A measurement above a computed peak means a factor of that peak is wrong (most often a clock
-    the OS under-reports, or a matrix unit the peak does not count, such as Apple's AMX); the
+    the OS under-reports, or a matrix unit the peak does not count, such as Apple's or Intel's AMX); the
     fastest measurement then stands in, and the source says so.
 
     Example:
@@ -143,7 +143,8 @@ def bound_peak(peak: float | None, source: str, fastest: float) -> tuple[float, 
         return peak, source
     return fastest, (f"{source} Raised to the fastest measurement, {fastest:,.0f} GFLOP/s, which beat the computed "
                      f"{peak:,.0f}: the hardware ran faster than those factors allow (most often a clock above the "
-                     "one the OS reports, or a matrix unit the peak does not count, such as Apple's AMX).")
+                     "one the OS reports, or a matrix unit the peak does not count, such as Apple's AMX or "
+                     "Intel's AMX).")
 
 
 def crossover(sizes: Sequence[int], cpu_s: Sequence[float], gpu_s: Sequence[float]) -> int | None:
@@ -260,7 +261,12 @@ def plot_roofline(points: Mapping[str, Sequence[tuple[float, float]]],
                    label=label, zorder=3)
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per byte moved)", ylabel="GFLOP/s",
            title="A small roofline: memory-bound left, compute-bound right")
-    _plain_log_axis(ax.xaxis)
+    from matplotlib.ticker import NullFormatter, NullLocator
+
+    ticks = sorted(set(xs))
+    ax.set_xticks(ticks, [_plain(x) for x in ticks])  # plain numbers at the intensities measured
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
     _plain_log_axis(ax.yaxis)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
@@ -269,23 +275,120 @@ def plot_roofline(points: Mapping[str, Sequence[tuple[float, float]]],
 
 # --------------------------------------------------------------------------- readings
 BUSY_SPREAD = 0.5  # IQR / median above this: the machine was busy during the repeats
+FALL = 0.8  # a larger size below this share of a smaller size's rate: the curve falls
 
 
-def busy_note(spreads: Mapping[str, float], limit: float = BUSY_SPREAD) -> str:
-    """One sentence on the spreads (IQR / median) of some timings: steady, or which ones a busy machine blurred.
+def async_reading(times: Mapping[str, Sequence[float]]) -> list[str]:
+    """The reading of the asynchronous demo: each wait against its own naive reading, and why those vary.
+
+    Args:
+        times: ``{wait: (seconds when the calls returned, seconds after the wait)}``, one row per wait,
+            each timing the same calls.
 
     Example:
-        >>> busy_note({"n = 512": 0.04})
-        'Spread: every IQR is within 50% of its median, so these medians are steady enough to compare.'
-        >>> busy_note({"n = 512": 6.07, "n = 1024": 0.1})[:50]
-        'Noise: the spread is above 50% for n = 512 (607%):'
+        >>> async_reading({"a": (0.001, 0.05), "b": (0.01, 0.05)})[1]
+        'After each wait the clock read 5x to 50x its own naive reading (a: 50x, b: 5x): each one waited for the work.'
     """
-    noisy = {label: spread for label, spread in spreads.items() if spread > limit}
-    if not noisy:
-        return f"Spread: every IQR is within {limit:.0%} of its median, so these medians are steady enough to compare."
-    shown = ", ".join(f"{label} ({spread:.0%})" for label, spread in noisy.items())
-    return (f"Noise: the spread is above {limit:.0%} for {shown}: the machine was busy during this measurement "
-            "(other programs took the cores for part of it); rerun the cell for steadier numbers.")
+    if not times:
+        raise ValueError("times is empty: pass {wait: (naive seconds, waited seconds)}.")
+    if any(len(t) != 2 or not 0 < t[0] <= t[1] for t in times.values()):
+        raise ValueError(f"times={dict(times)!r}: each row is (naive seconds, waited seconds), 0 < naive <= waited.")
+    (first, (naive, waited)), *_ = times.items()
+    ratios = {wait: w / n for wait, (n, w) in times.items()}
+    naives = [n for n, _ in times.values()]
+    lines = [f"Reading: the naive timer read {naive * 1e3:.3g} ms for work that took {waited * 1e3:,.0f} ms "
+             f"({first}): {waited / naive:,.0f}x too short.",
+             f"After each wait the clock read {min(ratios.values()):,.0f}x to {max(ratios.values()):,.0f}x its own "
+             "naive reading (" + ", ".join(f"{wait}: {r:,.0f}x" for wait, r in ratios.items())
+             + "): each one waited for the work."]
+    if len(naives) > 1 and max(naives) > 1.5 * min(naives):
+        lines.append(f"The naive readings of the same calls range from {min(naives) * 1e3:.3g} to "
+                     f"{max(naives) * 1e3:.3g} ms: they time the dispatch (handing each call to TensorFlow's queue), "
+                     "not the work, and dispatch takes longer when the queue is full or Python is busy elsewhere.")
+    return lines
+
+
+def noise_reading(spreads: Mapping[str, float], curves: Mapping[str, Mapping[int, float]] | None = None,
+                  limit: float = BUSY_SPREAD) -> str:
+    """One sentence on noise: spreads (IQR / median) above `limit`, and rate curves that fall at larger sizes.
+
+    Args:
+        spreads: ``{label: IQR / median}`` of some timings.
+        curves: ``{label: {size: rate}}``; a larger size that reaches less than 80% of a smaller size's
+            rate is flagged, since more work per call should run at least as fast.
+
+    Example:
+        >>> noise_reading({"n = 512": 0.04})
+        'Noise: every spread is within 50% of its median, so these medians are steady enough to compare.'
+        >>> noise_reading({"n = 512": 6.07, "n = 1024": 0.1})[:56]
+        'Noise: the spread is above 50% for n = 512 (607%); the m'
+    """
+    if limit <= 0:
+        raise ValueError(f"limit={limit!r}: use a positive share, such as 0.5 for 50%.")
+    noisy = [f"{label} ({spread:.0%})" for label, spread in spreads.items() if spread > limit]
+    falling = []
+    for label, curve in (curves or {}).items():
+        sizes = sorted(curve)
+        for i, n in enumerate(sizes[1:], 1):
+            before = max(curve[m] for m in sizes[:i])
+            if curve[n] < FALL * before:
+                falling.append(f"{label} at n = {n} ({curve[n]:,.0f}, down from {before:,.0f})")
+                break
+    if not noisy and not falling:
+        return (f"Noise: every spread is within {limit:.0%} of its median" + (
+            " and no curve falls at larger sizes" if curves else "") + ", so these medians are steady enough to "
+            "compare.")
+    found = "; ".join(part for part in (
+        f"the spread is above {limit:.0%} for {', '.join(noisy)}" if noisy else "",
+        f"the rate falls at a larger size for {', '.join(falling)}" if falling else "") if part)
+    return (f"Noise: {found}; the machine was busy during this measurement (other programs took the cores for part "
+            "of it); rerun the cell for steadier numbers.")
+
+
+def clock_note(fastest: float, at_os_clock: float | None) -> str:
+    """Whether the CPU's fastest matmul beat the peak at the clock the OS reports, and why that can happen.
+
+    Example:
+        >>> clock_note(150.0, 140.8)[:39]
+        "The CPU's 150 GFLOP/s beats 141 GFLOP/s"
+        >>> clock_note(90.0, None)
+        'The OS reports no clock, so the peak rests on the measured clock alone.'
+    """
+    if at_os_clock is None:
+        return "The OS reports no clock, so the peak rests on the measured clock alone."
+    if fastest <= at_os_clock:
+        return (f"The CPU's fastest, {fastest:,.0f} GFLOP/s, stays below {at_os_clock:,.0f} GFLOP/s, the peak at the "
+                "clock the OS reports: this run needs no boost to explain it.")
+    return (f"The CPU's {fastest:,.0f} GFLOP/s beats {at_os_clock:,.0f} GFLOP/s, the peak at the clock the OS "
+            "reports: the core ran faster than that clock. That is boost: the core raises its clock while it can stay "
+            "within its power and heat limits, and a virtual machine often shows only the base clock.")
+
+
+def elementwise_table(gb_s: Mapping[str, Mapping[int, float]]) -> str:
+    """A table of the GB/s ``a + b`` moved, by array size (rows) and device (columns).
+
+    Args:
+        gb_s: ``{device: {side: GB/s}}`` for ``side x side`` float32 arrays.
+
+    Example:
+        >>> print(elementwise_table({"CPU": {512: 22.7, 4096: 9.1}}).splitlines()[2])  # doctest: +NORMALIZE_WHITESPACE
+        4096 x 4096  64 MiB  9.1 GB/s
+    """
+    if not gb_s:
+        raise ValueError("gb_s is empty: pass {device: {side: GB/s}}.")
+    devices = list(gb_s)
+    sides = sorted({int(side) for by_side in gb_s.values() for side in by_side})
+    rows = [("array", "MiB each", *(f"{d}: a + b" for d in devices))]
+    for side in sides:
+        rates = [_by_size(gb_s[d], side) for d in devices]
+        rows.append((f"{side} x {side}", f"{4 * side**2 / 2**20:,.4g} MiB",
+                     *(f"{g:,.1f} GB/s" if g is not None else "-" for g in rates)))
+    return text_table(rows)
+
+
+def _by_size(values: Mapping[Any, float], n: int) -> float | None:
+    """`values[n]`, also when the keys are strings (results read back from JSON)."""
+    return values.get(n, values.get(str(n)))
 
 
 def sweep_reading(label: str, gflops: Mapping[int, float], peak: float | None) -> str:
@@ -305,14 +408,13 @@ def sweep_reading(label: str, gflops: Mapping[int, float], peak: float | None) -
     if smallest < 0.5 * best:
         text += (f" At n = {sizes[0]} it reaches {smallest / best:.0%} of that: calling the op costs more than its "
                  "arithmetic.")
-    if best_n != sizes[-1] and largest < 0.8 * best:
-        text += (f" At n = {sizes[-1]} it falls back to {largest:,.0f} GFLOP/s: a larger product has more work per "
-                 "call and should run at least as fast, so other programs most likely took cores during those "
-                 "repeats (see the spread column); rerun the cell to check.")
+    if best_n != sizes[-1] and largest < FALL * best:
+        text += (f" At n = {sizes[-1]} it falls back to {largest:,.0f} GFLOP/s, although a larger product has more "
+                 "work per call: see the noise line.")
     return text
 
 
-def roofline_reading(device: str, peak: float, bandwidth: float | None, add_gb_s: Mapping[float, float],
+def roofline_reading(device: str, peak: float, bandwidth: float | None, add_gb_s: Mapping[int, float],
                      matmul_n: int, matmul_gflops: float, cache_bytes: float | None = None,
                      datasheet: bool = False) -> list[str]:
     """What one device's roofline shows, worded from the numbers measured.
@@ -320,56 +422,61 @@ def roofline_reading(device: str, peak: float, bandwidth: float | None, add_gb_s
     Args:
         device: ``"CPU"`` or ``"GPU"``.
         peak: the device's peak GFLOP/s; bandwidth: the slope of its roof in GB/s (None: no slope).
-        add_gb_s: ``{MiB per array: GB/s}`` that ``a + b`` moved, smallest arrays first.
+        add_gb_s: ``{side: GB/s}`` that ``a + b`` moved on ``side x side`` float32 arrays.
         matmul_n, matmul_gflops: the largest matmul of the sweep and its rate.
         cache_bytes: the largest cache the OS reports (CPU), or None.
         datasheet: True when `bandwidth` is a datasheet figure; False when it is the rate measured on
             the largest arrays (the slope drawn through that point).
 
     Example:
-        >>> roofline_reading("CPU", 332.0, 16.7, {1: 22.7, 64: 16.7}, 2048, 150.0, 32 * 2**20)[0][:60]
+        >>> roofline_reading("CPU", 332.0, 9.1, {512: 22.7, 4096: 9.1}, 2048, 150.0, 32 * 2**20)[0][:60]
         'Reading (CPU): a + b reached at most 1.89 GFLOP/s, 0.57% of '
     """
     if not add_gb_s:
-        raise ValueError("add_gb_s is empty: pass {MiB per array: GB/s}.")
-    mib = sorted(add_gb_s)
-    first, last = add_gb_s[mib[0]], add_gb_s[mib[-1]]
-    lines = [f"Reading ({device}): a + b reached at most {max(add_gb_s.values()) / 12:,.2f} GFLOP/s, "
-             f"{max(add_gb_s.values()) / 12 / peak:.2%} of the peak, while the n = {matmul_n} matmul reached "
-             f"{matmul_gflops / peak:.0%}: at 1 FLOP per 12 bytes moved, the arithmetic units wait for memory, so "
-             "a + b is memory-bound."]
-    moved = f"It moved {first:,.1f} GB/s on {mib[0]:,.0f} MiB arrays and {last:,.1f} GB/s on {mib[-1]:,.0f} MiB ones"
+        raise ValueError("add_gb_s is empty: pass {side: GB/s}.")
+    if peak <= 0:
+        raise ValueError(f"peak={peak!r}: use the device's peak in GFLOP/s (a positive number).")
+    sides = sorted(int(side) for side in add_gb_s)
+    first, last = _by_size(add_gb_s, sides[0]), _by_size(add_gb_s, sides[-1])
+    best = max(add_gb_s.values())
+    mib = [4 * side**2 / 2**20 for side in (sides[0], sides[-1])]
+    lines = [f"Reading ({device}): a + b reached at most {best / 12:,.2f} GFLOP/s, {best / 12 / peak:.2%} of the "
+             f"peak, while the n = {matmul_n} matmul reached {matmul_gflops / peak:.0%}: at 1 FLOP per 12 bytes "
+             "moved, the arithmetic units wait for data (or, on small arrays, for the call itself): memory, not "
+             "arithmetic, bounds a + b."]
+    moved = f"It moved {first:,.1f} GB/s on {mib[0]:,.4g} MiB arrays and {last:,.1f} GB/s on {mib[1]:,.4g} MiB ones"
     if bandwidth is None:
         lines.append(f"{moved}. The course's table has no bandwidth for this {device}, so its roof is flat at the "
                      "peak.")
     elif datasheet:
-        lines.append(f"{moved}: {last / bandwidth:.0%} of the datasheet bandwidth, {bandwidth:,.0f} GB/s.")
+        lines.append(f"{moved}: {last / bandwidth:.0%} of the datasheet bandwidth, {bandwidth:,.0f} GB/s, which "
+                     "draws the slope.")
     elif cache_bytes is None:
-        lines.append(f"{moved}. The roof's slope is drawn through that last rate, so that point sits on it by "
-                     "construction. The OS reports no cache size here, so whether those arrays outgrow the caches "
-                     "is not known.")
-    elif 3 * mib[-1] * 2**20 > cache_bytes:
-        lines.append(f"{moved}: the three arrays of the last ({3 * mib[-1]:,.0f} MiB) exceed the "
-                     f"{cache_bytes / 2**20:,.4g} MiB cache the OS reports, so that rate is main memory's. The roof's "
-                     "slope is drawn through it, so that point sits on it by construction; arrays that fit the cache "
-                     "can run above it.")
+        lines.append(f"{moved}; the slope is drawn through that last rate, so that point sits on it by construction. "
+                     "The OS reports no cache size here, so whether those arrays outgrow the caches is not known.")
+    elif 3 * mib[1] * 2**20 > cache_bytes:
+        above = [f"{4 * side**2 / 2**20:,.4g}" for side in sides if _by_size(add_gb_s, side) > 1.1 * last]
+        faster = " and ".join([", ".join(above[:-1]), above[-1]] if len(above) > 1 else above)
+        lines.append(f"{moved}: the three arrays of the last ({3 * mib[1]:,.4g} MiB) exceed the "
+                     f"{cache_bytes / 2**20:,.4g} MiB cache the OS reports, so that rate is main memory's, and the "
+                     "slope is drawn through it (that point sits on it by construction). Arrays that fit a cache can "
+                     "run above it" + (f", as the {faster} MiB ones did here." if faster else "."))
     else:
         lines.append(f"{moved}: even the last fit the {cache_bytes / 2**20:,.4g} MiB cache the OS reports, so the "
                      "slope drawn through that rate may be above what main memory allows.")
     intensity = matmul_n / 6
     bend = peak / bandwidth if bandwidth else None
     if bend is not None and intensity <= bend:
-        lines.append(f"The n = {matmul_n} matmul does {intensity:,.0f} FLOPs per byte, left of where the roofs meet "
-                     f"({bend:,.0f} FLOPs per byte): memory-bound too.")
+        lines.append(f"The n = {matmul_n} matmul does about {intensity:,.0f} FLOPs per byte, left of where the roofs "
+                     f"meet ({bend:,.0f} FLOPs per byte): at this size memory, not arithmetic, bounds it too.")
         return lines
     where = f", right of where the roofs meet ({bend:,.0f} FLOPs per byte)" if bend is not None else ""
     share = matmul_gflops / peak
-    lines.append(f"The n = {matmul_n} matmul does {intensity:,.0f} FLOPs per byte{where}: compute-bound, so the "
-                 "arithmetic units, not memory, set its limit." + (
-                     f" Compute-bound does not mean near the peak: it reached {share:.0%} of it; the rest goes to the "
-                     "work around the arithmetic (moving blocks of the matrices between cache levels, threads "
-                     "waiting for each other), which a library does better at some sizes than at others."
-                     if share < 0.8 else f" It reached {share:.0%} of the peak."))
+    lines.append(f"The n = {matmul_n} matmul does about {intensity:,.0f} FLOPs per byte{where}: compute-bound, so "
+                 "the arithmetic units, not memory, set its limit." + (
+                     f" Compute-bound does not mean near the peak: it reached {share:.0%} of it, as the work around "
+                     "the arithmetic (moving blocks between cache levels, threads waiting for each other) takes its "
+                     "share." if share < 0.8 else f" It reached {share:.0%} of the peak."))
     return lines
 
 

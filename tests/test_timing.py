@@ -164,3 +164,124 @@ def test_published_figures_are_the_seed_articles_and_nvidias():
     assert round(198.2 / 14.4, 2) == 13.76
     assert timing.NVIDIA_T4_RESNET50["fp32"] == {1: 136, 4: 289, 64: 424}
     assert "DeepLearningExamples" in timing.NVIDIA_SOURCE
+
+
+# ---------------------------------------------------------------- readings
+def test_bound_peak_names_a_matrix_unit_the_peak_does_not_count():
+    _, source = timing.bound_peak(166.0, "8 cores x 3.2 GHz x 16.", 900.0)
+    assert "Apple's AMX" in source and "Intel's AMX" in source and "clock" in source
+
+
+def test_async_reading_compares_each_wait_with_its_own_naive_reading():
+    times = {"context.async_wait()": (0.00053, 0.627), ".numpy() on each result": (0.00203, 0.64),
+             "sync_devices()": (0.0193, 2.4)}
+    first, per_row, why = timing.async_reading(times)
+    assert "0.53 ms" in first and "1,183x too short" in first
+    assert "124x to 1,183x its own naive reading" in per_row  # 2.4 / 0.0193, not 2.4 / 0.00053
+    assert "sync_devices(): 124x" in per_row and ".numpy() on each result: 315x" in per_row
+    assert "0.53 to 19.3 ms" in why and "dispatch" in why and "not the work" in why
+
+
+def test_async_reading_says_nothing_about_naive_readings_that_agree():
+    lines = timing.async_reading({"a": (0.0010, 0.05), "b": (0.0012, 0.05)})
+    assert len(lines) == 2 and "42x to 50x" in lines[1]
+
+
+@pytest.mark.parametrize("bad", [{}, {"a": (0.0, 1.0)}, {"a": (2.0, 1.0)}, {"a": (1.0,)}])
+def test_async_reading_refuses_bad_times(bad):
+    with pytest.raises(ValueError, match="times"):
+        timing.async_reading(bad)
+
+
+def test_noise_reading_is_steady_when_spreads_are_small_and_curves_rise():
+    text = timing.noise_reading({"CPU n = 512": 0.04, "CPU n = 1024": 0.5}, {"CPU": {128: 20.0, 256: 60.0, 512: 58.0}})
+    assert text.startswith("Noise: every spread is within 50%") and "no curve falls" in text
+    assert "rerun" not in text
+
+
+def test_noise_reading_flags_a_spread_above_half_the_median():
+    text = timing.noise_reading({"the warm calls": 3.71, "n = 64": 0.1})
+    assert "above 50% for the warm calls (371%)" in text and "n = 64" not in text
+    assert "the machine was busy" in text and "rerun the cell" in text
+
+
+def test_noise_reading_flags_a_curve_that_falls_at_larger_sizes():
+    curves = {"CPU": {128: 20.0, 256: 150.0, 512: 140.0, 1024: 96.0, 2048: 107.0}, "GPU": {128: 30.0, 256: 900.0}}
+    text = timing.noise_reading({"CPU n = 1024": 0.2}, curves)
+    assert "falls at a larger size for CPU at n = 1024 (96, down from 150)" in text
+    assert "GPU" not in text and "spread is above" not in text and "rerun the cell" in text
+
+
+def test_noise_reading_refuses_a_bad_limit():
+    with pytest.raises(ValueError, match="limit"):
+        timing.noise_reading({"a": 0.1}, limit=0)
+
+
+def test_sweep_reading_points_a_falling_curve_to_the_noise_line():
+    text = timing.sweep_reading("TensorFlow on the CPU", {256: 150.0, 1024: 96.0, 2048: 100.0}, 200.0)
+    assert text.startswith("TensorFlow on the CPU peaks at n = 256 with 150 GFLOP/s, 75% of the peak.")
+    assert "falls back to 100 GFLOP/s" in text and "noise line" in text
+    assert "falls" not in timing.sweep_reading("GPU", {256: 150.0, 1024: 960.0}, None)
+
+
+def test_clock_note_explains_boost_only_when_a_measurement_beats_the_os_clock():
+    assert "boost" in timing.clock_note(150.0, 140.8) and "beats 141 GFLOP/s" in timing.clock_note(150.0, 140.8)
+    assert "needs no boost" in timing.clock_note(90.0, 140.8)
+    assert "reports no clock" in timing.clock_note(90.0, None)
+
+
+def test_elementwise_table_gives_gb_s_per_array_size_and_device():
+    table = timing.elementwise_table({"CPU": {512: 22.7, 4096: 9.1}, "GPU": {"512": 49.8, "4096": 238.6}})
+    lines = table.splitlines()
+    assert len(lines) == 3 and "MiB each" in lines[0]
+    assert "1 MiB" in lines[1] and "22.7 GB/s" in lines[1] and "49.8 GB/s" in lines[1]
+    assert "64 MiB" in lines[2] and "9.1 GB/s" in lines[2] and "238.6 GB/s" in lines[2]
+    with pytest.raises(ValueError, match="gb_s"):
+        timing.elementwise_table({})
+
+
+CPU_ADD = {512: 22.7, 1024: 47.6, 2048: 27.0, 4096: 16.7}  # a run of the review: caches, then main memory
+
+
+def test_roofline_reading_draws_the_cpu_slope_from_the_largest_arrays_beyond_the_cache():
+    memory, cache, matmul = timing.roofline_reading("CPU", 166.0, 16.7, CPU_ADD, 2048, 55.0, 32 * 2**20)
+    assert "3.97 GFLOP/s, 2.39% of the peak" in memory and "memory, not arithmetic" in memory
+    assert "22.7 GB/s on 1 MiB arrays and 16.7 GB/s on 64 MiB ones" in cache
+    assert "192 MiB) exceed the 32 MiB cache" in cache and "main memory's" in cache
+    assert "by construction" in cache and "as the 1, 4 and 16 MiB ones did here" in cache
+    assert "341 FLOPs per byte" in matmul and "(10 FLOPs per byte)" in matmul and "compute-bound" in matmul
+    assert "Compute-bound does not mean near the peak: it reached 33%" in matmul
+
+
+def test_roofline_reading_when_the_cache_is_unknown_or_holds_every_array():
+    unknown = timing.roofline_reading("CPU", 166.0, 16.7, CPU_ADD, 2048, 150.0)
+    assert "not known" in unknown[1] and "It reached 90% of the peak." in unknown[2]
+    fits = timing.roofline_reading("CPU", 166.0, 16.7, CPU_ADD, 2048, 55.0, 512 * 2**20)
+    assert "even the last fit the 512 MiB cache" in fits[1]
+
+
+def test_roofline_reading_on_a_gpu_uses_the_datasheet_and_a_small_matmul_can_be_memory_bound():
+    gpu = GPU_RUN["elementwise_gb_s"]["GPU"]
+    lines = timing.roofline_reading("GPU", 8100.0, 320.0, gpu, 64, 35.0, datasheet=True)
+    assert "75% of the datasheet bandwidth, 320 GB/s" in lines[1]
+    assert "11 FLOPs per byte, left of where the roofs meet (25 FLOPs per byte)" in lines[2]
+    flat = timing.roofline_reading("GPU", 8100.0, None, gpu, 2048, 4400.0)
+    assert "roof is flat" in flat[1] and "compute-bound" in flat[2]
+    with pytest.raises(ValueError, match="add_gb_s"):
+        timing.roofline_reading("CPU", 166.0, 16.7, {}, 2048, 55.0)
+
+
+def test_log_axes_are_labelled_in_plain_numbers_at_the_sizes(monkeypatch):
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    import matplotlib.pyplot as plt
+
+    ax = timing.plot_sweep({"CPU": {128: 20.0, 256: 60.0, 2048: 90.0}}, {"CPU": 192.0})
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["128", "256", "2048"]
+    ax.figure.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert labels and all("10^" not in t and "times" not in t for t in labels), labels
+    ax = timing.plot_roofline({"CPU matmul": [(128 / 6, 60.0), (2048 / 6, 90.0)], "CPU a + b": [(1 / 12, 1.0)]},
+                              {"CPU": (192.0, 9.1, "measured")})
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0.0833", "21", "341"]
+    assert timing._plain(2000.0) == "2,000" and timing._plain(0.1) == "0.1"
+    plt.close("all")

@@ -6,6 +6,8 @@ against the recorded peak), never against absolute numbers.
 
 from claims import common
 
+common_fall = 0.8  # a larger size below this share of a smaller size's rate: the curve falls (helpers.timing.FALL)
+
 KEYS = ("gpu_count", "dispatch_only_s", "synced_s", "async_waits_s", "matmul_gflops", "numpy_gflops", "peak_gflops",
         "peak_source", "cpu_peak_at_os_clock", "conv_gflops", "text_epoch_s", "first_call_s", "steady_call_s",
         "copy_s", "elementwise_gb_s", "resnet50_images_per_s", "exercises_solved")
@@ -37,6 +39,14 @@ def shared(run):
     assert 0 < r["dispatch_only_s"] < r["synced_s"], (r["dispatch_only_s"], r["synced_s"])
     assert all(waited > r["dispatch_only_s"] for waited in r["async_waits_s"].values()), r["async_waits_s"]
     assert "too short" in text
+    assert "its own naive reading" in text, "each wait is compared with its own naive reading"
+
+    # Noise: a reading line on the spreads; a sweep curve that falls at a larger size is flagged as a busy machine.
+    assert "Noise: " in text, "no reading line on the spread of the measurements"
+    for device, by_size in (*r["matmul_gflops"].items(), ("NumPy (CPU)", r["numpy_gflops"])):
+        rates = [by_size[n] for n in sorted(by_size, key=int)]
+        if any(g < common_fall * max(rates[:i]) for i, g in enumerate(rates) if i):
+            assert "rerun the cell" in text, f"the {device} curve falls at a larger size and the page says nothing"
 
     # First call (tracing) costs more than a warm call; a NumPy input costs a copy on every call.
     assert r["first_call_s"] > r["steady_call_s"] > 0, (r["first_call_s"], r["steady_call_s"])
@@ -64,10 +74,15 @@ def shared(run):
     if r["cpu_peak_at_os_clock"] and cpu_best > r["cpu_peak_at_os_clock"]:
         assert "boost" in text, "a measurement beat the peak at the OS clock, and the page does not explain boost"
 
-    # Memory-bound op: far below the peak in GFLOP/s (1 FLOP per 12 bytes).
+    # Memory-bound op: far below the peak in GFLOP/s (1 FLOP per 12 bytes); each device's reading names the rate
+    # of its smallest and largest arrays (the CPU's slope is drawn through the largest, beyond the caches).
     for device, by_size in r["elementwise_gb_s"].items():
         for gbs in by_size.values():
             assert 0 < gbs / 12 < 0.25 * r["peak_gflops"][device], (device, gbs)
+        largest = max(by_size, key=int)
+        assert f"Reading ({device}): a + b reached" in text, f"no roofline reading for {device}"
+        assert f"{by_size[largest]:,.1f} GB/s on {4 * int(largest) ** 2 / 2**20:,.4g} MiB ones" in text, (
+            f"the {device} roofline reading does not give the rate of its largest arrays")
 
     # Text model: an epoch time per device present, beside the published ratios.
     assert set(r["text_epoch_s"]) == devices and all(s > 0 for s in r["text_epoch_s"].values()), r["text_epoch_s"]
@@ -101,3 +116,4 @@ def on_gpu(run):
     text = run.outputs_text()
     assert "the GPU ran the epoch" in text, "a GPU run states its own CPU-vs-GPU ratio"
     assert "For scale, a Tesla T4" not in text
+    assert "of the datasheet bandwidth" in text, "the GPU's roof slope is its datasheet bandwidth, on the page"

@@ -89,3 +89,18 @@ def test_energy_refuses_a_constant_right_for_one_run():
     assert not check.energy_kwh(lambda n, r, w: 0.4).ok  # right for the first run only
     assert "Define a function" in check.energy_kwh(0.4).message
     assert "Not answered yet" in check.energy_kwh(None).message
+
+
+@pytest.mark.parametrize("answer", [
+    lambda job, gb: job * 1.1 <= gb * 2**30,  # the margin as 10 % of the job
+    lambda job, gb: job <= int(0.9 * gb) * 2**30,  # truncated to whole GB
+    lambda job, gb: job <= 0.88 * gb * 2**30,  # another margin
+    lambda job, gb: job <= 0.95 * gb * 1e9,  # decimal GB with another margin
+])
+def test_fits_refuses_answers_that_differ_only_near_the_edge(answer):
+    assert not check.fits(answer).ok
+
+
+def test_fits_names_a_margin_put_on_the_job():
+    fb = check.fits(lambda job, gb: 0.9 * job <= gb * 2**30)
+    assert not fb.ok and "belongs to the memory" in fb.message

@@ -28,7 +28,7 @@ USABLE = 0.9
 ADAM_CASES = [(1_000, 4), (25_557_032, 4), (7_000_000_000, 2), (3, 8)]
 # Made-up jobs: (bytes the job needs, the GPU's memory in GB as its datasheet prints it).
 FIT_CASES = [(15.0e9, 16), (16.0e9, 16), (17e9, 16), (37e9, 40), (45e9, 48), (70e9, 80), (90e9, 80), (1e9, 141),
-             (23.5e9, 24)]
+             (23.5e9, 24), (20e9, 16), (15.3e9, 16), (15.6e9, 16)]  # the last two: either side of 0.9 x 16 x 2**30
 # Made-up runs: (images, images per second, watts).
 ENERGY_CASES = [(2375 * 3600, 2375.0, 400.0), (1_000_000, 500.0, 70.0), (115_305_030, 1270.0, 300.0),
                 (10, 1.0, 1000.0)]
@@ -101,12 +101,15 @@ _FIT_VARIANTS = {
     "GB read as 10**9 bytes": lambda job, gb: job <= USABLE * gb * 1e9,
     "no margin kept": lambda job, gb: job <= gb * GIB,
     "GB read as 10**9 bytes and no margin kept": lambda job, gb: job <= gb * 1e9,
+    "margin on the job": lambda job, gb: USABLE * job <= gb * GIB,
     "always True": lambda job, gb: True,
     "always False": lambda job, gb: False,
 }
 _FIT_HINTS = {
     "GB read as 10**9 bytes": "GPU memory comes in binary gigabytes: 1 GB on a datasheet is 2**30 bytes, not 10**9.",
     "no margin kept": "keep the 10 % margin: the job must fit in 0.9 x the memory.",
+    "margin on the job": "the 0.9 belongs to the memory: job_bytes <= 0.9 x memory. Shrinking the job by 10 % instead "
+                         "lets jobs up to 1.11 x the memory through.",
     "GB read as 10**9 bytes and no margin kept": "use 2**30 bytes per GB, and keep the 10 % margin (0.9 x memory).",
     "always True": "your function says yes to every job: compare job_bytes with 0.9 x gpu_memory_gb x 2**30.",
     "always False": "your function says no to every job: compare job_bytes with 0.9 x gpu_memory_gb x 2**30.",

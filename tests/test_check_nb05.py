@@ -109,3 +109,11 @@ def test_max_batch_that_fits_refuses_a_constant():
 def test_max_batch_that_fits_names_the_mistake(answer, hint):
     fb = check.max_batch_that_fits(answer)
     assert not fb.ok and hint in fb.message, fb.message
+
+
+@pytest.mark.parametrize("answer", [
+    lambda s, lr, b0, b, w: lr + (lr * (b // b0) - lr) * min(1.0, s / w),  # integer ratio of the batches
+    lambda s, lr, b0, b, w: lr + (lr * b / b0 - lr) * min(1.0, math.floor(4 * s / w) / 4),  # a staircase warm-up
+])
+def test_scaled_warmup_lr_refuses_an_integer_batch_ratio_and_a_staircase(answer):
+    assert not check.scaled_warmup_lr(answer).ok

@@ -104,7 +104,8 @@ def updates_in_budget(answer: Any) -> Feedback:
 # --------------------------------------------------------------------------- exercise 2
 # (step, base_lr, base_batch, batch, warmup_steps)
 LR_CASES = [(0, 0.01, 32, 512, 20), (10, 0.01, 32, 512, 20), (20, 0.01, 32, 512, 20), (100, 0.01, 32, 512, 20),
-            (5, 0.1, 256, 1024, 10), (3, 0.02, 64, 64, 8), (2500, 0.1, 256, 8192, 5000), (1, 0.05, 128, 384, 4)]
+            (5, 0.1, 256, 1024, 10), (3, 0.02, 64, 64, 8), (2500, 0.1, 256, 8192, 5000), (1, 0.05, 128, 384, 4),
+            (7, 0.01, 64, 96, 20), (7, 0.01, 32, 512, 20)]  # a batch 1.5x the base; a step between quarters
 
 
 def _lr(step: int, base_lr: float, base_batch: int, batch: int, warmup_steps: int) -> float:

@@ -31,8 +31,7 @@ def _gflops_figures(r):
 
 def shared(run):
     r = run.results
-    missing = [k for k in KEYS if k not in r]
-    assert not missing, f"results lack {missing}"
+    common.require(r, KEYS)
     text = run.outputs_text()
 
     # Asynchronous execution: the same work timed without waiting reads shorter than with waiting.

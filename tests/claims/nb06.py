@@ -17,8 +17,7 @@ def check(run) -> None:
 
 def shared(run) -> None:
     r = run.results
-    for key in KEYS:
-        assert key in r, f"results lack {key!r}"
+    common.require(r, KEYS)
     text = run.outputs_text()
 
     # Underflow: some real gradients vanish in float16; the loss scale rescues (some of) them.

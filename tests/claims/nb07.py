@@ -24,8 +24,7 @@ def _finite(value) -> bool:
 
 def shared(run) -> None:
     r = run.results
-    for key in KEYS:
-        assert key in r, f"results lack {key!r}"
+    common.require(r, KEYS)
     text = run.outputs_text()
 
     # The run trained on N_REPLICAS replicas (a fresh kernel can always make them), and the batches add up.

@@ -38,8 +38,7 @@ def _nothing_left_running(r) -> None:
 
 def shared(run) -> None:
     r = run.results
-    for key in KEYS:
-        assert key in r, f"results lack {key!r}"
+    common.require(r, KEYS)
     workers = r["workers"]
 
     # A cluster of at least two workers trained; every worker said where it ran.

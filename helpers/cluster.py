@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from helpers import children, data, params
+from helpers import children, colab, data, params
 
 ROOT = Path(__file__).resolve().parent.parent
 GIB = 1024**3
@@ -810,6 +810,7 @@ def kubernetes_versions() -> list[str]:
         >>> "1.25" in kubernetes_versions()
         True
     """
+    colab.ensure("kubernetes_validate")  # on Colab and Kaggle: installed when first needed
     import kubernetes_validate.utils as kv
 
     return sorted({kv.major_minor(v) for v in kv.all_versions()}, key=lambda v: tuple(int(p) for p in v.split(".")))

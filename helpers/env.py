@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helpers import colab
 from helpers import nvml as nvml_api
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,6 +128,31 @@ def gpus(tf: Any | None = None, nvml: Any | None = None, environ: dict[str, str]
     return found
 
 
+def tf32_state(tf: Any | None = None, gpu_list: list[GpuInfo] | None = None) -> str:
+    """Whether float32 matmuls and convolutions run as TF32 on this run's GPUs: one sentence to print.
+
+    TensorFlow allows TF32 by default (``tf.config.experimental.enable_tensor_float_32_execution``);
+    it takes effect only on GPUs of compute capability 8.0 or higher (A100, L4, H100, ...), where
+    float32 inputs are rounded to a 10-bit mantissa inside matmuls and convolutions. Print this beside
+    every "FP32" rate measured on a GPU: on such a card the figure is a TF32 one.
+
+    Example:
+        >>> tf32_state(gpu_list=[]).startswith("TF32 ")
+        True
+    """
+    tf = tf if tf is not None else tensorflow()
+    gpu_list = gpus(tf) if gpu_list is None else gpu_list
+    capable = [g for g in gpu_list if g.compute_capability and tuple(g.compute_capability) >= (8, 0)]
+    if not tf.config.experimental.tensor_float_32_execution_enabled():
+        return "TF32 off: float32 matmuls and convolutions keep full float32 precision."
+    if capable:
+        cc = capable[0].compute_capability
+        return (f"TF32 on: {capable[0].name} (compute capability {cc[0]}.{cc[1]}) rounds float32 matmul and "
+                "convolution inputs to a 10-bit mantissa, so its 'float32' rates are TF32 rates.")
+    where = "no GPU" if not gpu_list else "no GPU of compute capability 8.0 or higher"
+    return f"TF32 allowed but unused: {where}, so float32 stays float32."
+
+
 def memory_info(device: str = "GPU:0", tf: Any | None = None) -> dict[str, int] | None:
     """Current and peak bytes TensorFlow has allocated on `device`, or None where it cannot say.
 
@@ -169,6 +195,11 @@ def on_colab() -> bool:
     return importlib.util.find_spec("google") is not None and importlib.util.find_spec("google.colab") is not None
 
 
+def on_kaggle() -> bool:
+    """True inside a Kaggle Notebooks kernel (Kaggle sets ``KAGGLE_KERNEL_RUN_TYPE`` in every one)."""
+    return colab.hosted(modules={}) == "kaggle"
+
+
 def cpu_cores() -> tuple[int, int | None]:
     """(logical cores, physical cores or None when unknown)."""
     logical = os.cpu_count() or 1
@@ -198,6 +229,7 @@ class Report:
     cpu_physical_cores: int | None
     on_colab: bool
     nvml: str
+    on_kaggle: bool = False
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -210,7 +242,7 @@ class Report:
             hw = f"{self.gpu_count} GPU(s): " + "; ".join(g.describe() for g in self.gpus)
         else:
             hw = f"CPU only ({self.cpu_logical_cores} cores, {platform.machine() or 'unknown arch'})"
-        place = " on Colab" if self.on_colab else ""
+        place = " on Colab" if self.on_colab else " on Kaggle" if self.on_kaggle else ""
         return f"{hw}{place} | TensorFlow {self.tensorflow}, Keras {self.keras}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -251,4 +283,5 @@ def report(tf: Any | None = None, nvml: Any | None = None) -> Report:
         cpu_physical_cores=physical,
         on_colab=on_colab(),
         nvml=nvml_api.status(nvml),
+        on_kaggle=on_kaggle(),
     )

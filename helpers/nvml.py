@@ -14,13 +14,26 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from helpers import colab
+
 
 def module() -> Any | None:
-    """Return the ``pynvml`` module from nvidia-ml-py, or None when it is not installed."""
+    """Return the ``pynvml`` module from nvidia-ml-py, or None when it is not installed.
+
+    On Colab and Kaggle a missing nvidia-ml-py is installed once, the first time it is asked for
+    (:func:`helpers.colab.ensure`).
+    """
+    global _ensured
+    if not _ensured:
+        _ensured = True
+        colab.ensure("pynvml")
     try:
         return importlib.import_module("pynvml")
     except ImportError:
         return None
+
+
+_ensured = False
 
 
 @dataclass

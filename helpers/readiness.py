@@ -43,6 +43,9 @@ def no_gpu_advice(rep: Report, system: str | None = None, driver_present: bool |
     if rep.on_colab:
         return ("On Colab: Runtime > Change runtime type > Hardware accelerator: a GPU (T4 on the free "
                 "tier), then Runtime > Restart session and run the notebook again.")
+    if rep.on_kaggle:
+        return ("On Kaggle: in the notebook's Settings, Accelerator: GPU T4 x2 (two GPUs, for notebooks 07 and 08) "
+                "or GPU P100; the session restarts, then run the notebook again.")
     if system == "Windows":
         return ("Native Windows: TensorFlow 2.11 and later has no GPU support there. If this computer has an "
                 "NVIDIA GPU, use WSL2 with NVIDIA's driver for WSL and run `make lab` inside it; otherwise use Colab.")
@@ -103,7 +106,7 @@ def checks(rep: Report, data_ok: bool | None = None, pinned_tf: str | None = Non
                         f"{rep.cpu_logical_cores} logical, {rep.cpu_physical_cores or '?'} physical",
                         "" if cores_ok else "Expect the default runs to take about twice as long."))
     rows.append(Check("GPU readings (NVML)", None, False, rep.nvml))
-    rows.append(Check("Google Colab", None, False, "yes" if rep.on_colab else "no"))
+    rows.append(Check("Hosted runtime", None, False, "Colab" if rep.on_colab else "Kaggle" if rep.on_kaggle else "no"))
     return rows
 
 

@@ -43,6 +43,16 @@ class FakeTF:
             def get_memory_growth(dev):
                 return tf.growth.get(dev.name, False)
 
+            tf32 = True
+
+            @staticmethod
+            def tensor_float_32_execution_enabled():
+                return Experimental.tf32
+
+            @staticmethod
+            def enable_tensor_float_32_execution(on):
+                Experimental.tf32 = bool(on)
+
             @staticmethod
             def get_memory_info(name):
                 if name.upper().startswith("GPU"):

@@ -35,6 +35,8 @@ def test_claims_module_has_shared_cpu_and_gpu_branches(name):
     for part in ("check", "on_cpu", "on_gpu"):
         assert callable(getattr(claims, part, None)), f"tests/claims/nb{name[:2]}.py needs {part}(run)"
     assert (CLAIMS / f"gpu_nb{name[:2]}.json").exists(), f"tests/claims/gpu_nb{name[:2]}.json is missing"
+    data = json.loads((CLAIMS / f"gpu_nb{name[:2]}.json").read_text())
+    assert data.get("written_by", "").startswith("hand"), f"gpu_nb{name[:2]}.json must say it is hand-written"
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

@@ -51,7 +51,8 @@ def test_bootstrap_clones_the_course_and_makes_helpers_and_data_importable(tmp_p
 def test_a_failed_clone_shows_one_sentence_not_a_traceback(tmp_path):
     from IPython.core.interactiveshell import InteractiveShell
 
-    code = colab.BOOTSTRAP_CELL.replace('if "google.colab" in sys.modules:', "if True:")
+    code = colab.BOOTSTRAP_CELL.replace('if "google.colab" in sys.modules or on_kaggle:', "if True:")
+    assert code != colab.BOOTSTRAP_CELL
     shell = InteractiveShell.instance()
     env = {"COURSE_REPO_URL": str(tmp_path / "missing.git"), "COURSE_DIR": str(tmp_path / "course")}
     script = f"import os\nos.environ.update({env!r})\n{code}"
@@ -71,19 +72,63 @@ def test_bootstrap_does_nothing_outside_colab(tmp_path):
     assert not (tmp_path / "course").exists()
 
 
-def test_prepare_installs_the_pinned_packages_only_when_missing(tmp_path, monkeypatch):
+def test_ensure_installs_the_pinned_package_only_on_a_hosted_runtime_and_only_when_missing(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(colab.subprocess, "run", lambda args, check: calls.append(args))
+
+    def fake_run(args, capture_output, text):
+        calls.append(args)
+        return subprocess.CompletedProcess(args, 0, "", "")
+
+    monkeypatch.setattr(colab.subprocess, "run", fake_run)
     requirements = tmp_path / "requirements.txt"
-    requirements.write_text("tensorflow==2.21.0\nnvidia-ml-py==13.615.71\ntensorboard-plugin-profile==2.24.2\n"
+    requirements.write_text("tensorflow==2.21.0\nnvidia-ml-py==13.615.71\nxprof==2.24.2  # reads traces\n"
                             "kubernetes-validate==1.37.0\n")
-    monkeypatch.setattr(colab.importlib.util, "find_spec", lambda name: None)
-    wanted = ["nvidia-ml-py==13.615.71", "tensorboard-plugin-profile==2.24.2", "kubernetes-validate==1.37.0"]
-    assert colab.prepare(requirements) == wanted
-    assert calls and calls[0][-3:] == wanted and "tensorflow==" not in " ".join(calls[0])
+    installed = set()
+    monkeypatch.setattr(colab.importlib.util, "find_spec", lambda name: object() if name in installed else None)
+    assert colab.ensure("xprof", requirements, runtime=None) is False and calls == [], "off Colab/Kaggle: only look"
+    assert colab.ensure("xprof", requirements, runtime="kaggle") is False  # pip 'worked' but nothing appeared
+    assert calls[-1][-1] == "xprof==2.24.2" and "tensorflow" not in " ".join(calls[-1])
+    assert "--quiet" in calls[-1]
     calls.clear()
-    monkeypatch.setattr(colab.importlib.util, "find_spec", lambda name: object())
-    assert colab.prepare(requirements) == [] and calls == []
+    installed.add("kubernetes_validate")
+    assert colab.ensure("kubernetes_validate", requirements, runtime="colab") is True and calls == []
+    with pytest.raises(ValueError, match="module='tensorflow'"):
+        colab.ensure("tensorflow", requirements)
+
+
+def test_a_failed_install_says_one_sentence_and_returns_false(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(colab.subprocess, "run", lambda args, capture_output, text: subprocess.CompletedProcess(
+        args, 1, "", "Collecting xprof\nERROR: Could not find a version that satisfies the requirement xprof"))
+    monkeypatch.setattr(colab.importlib.util, "find_spec", lambda name: None)
+    assert colab.ensure("xprof", tmp_path / "none.txt", runtime="kaggle") is False
+    shown = capsys.readouterr().out
+    assert shown.count("\n") == 1 and "Could not install xprof on Kaggle" in shown and "Internet" in shown, shown
+
+
+def test_the_bootstrap_cell_installs_nothing():
+    assert "pip" not in colab.BOOTSTRAP_CELL and "prepare" not in colab.BOOTSTRAP_CELL
+
+
+def test_hosted_runtime_is_colab_by_module_and_kaggle_by_its_variable():
+    assert colab.hosted({}, {"google.colab": object()}) == "colab"
+    assert colab.hosted({"KAGGLE_KERNEL_RUN_TYPE": "Batch"}, {}) == "kaggle"
+    assert colab.hosted({"KAGGLE_URL_BASE": "x"}, {}) is None
+
+
+def test_on_kaggle_a_failed_clone_names_the_internet_setting(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "KAGGLE_KERNEL_RUN_TYPE": "Interactive",
+           "COURSE_REPO_URL": str(tmp_path / "missing.git"), "COURSE_DIR": str(tmp_path / "course")}
+    runner = ("from IPython.core.interactiveshell import InteractiveShell\n"
+              f"InteractiveShell.instance().run_cell({colab.BOOTSTRAP_CELL!r})\n")
+    out = subprocess.run([sys.executable, "-c", runner], capture_output=True, text=True, cwd=tmp_path, env=env)
+    shown = out.stdout + out.stderr
+    assert "turn on Internet in the notebook's Settings" in shown and "Traceback" not in shown, shown
+
+
+def test_kaggle_badge_points_at_the_same_file_as_colab():
+    line = colab.badges("03_cpu_vs_gpu_timing.ipynb")
+    assert "Open in Kaggle" in line and colab.kaggle_url("03_cpu_vs_gpu_timing.ipynb") in line
+    assert colab.kaggle_url("03_cpu_vs_gpu_timing.ipynb").endswith(colab.source_url("03_cpu_vs_gpu_timing.ipynb"))
 
 
 def test_colab_links_name_the_repository_once():

@@ -183,3 +183,17 @@ def test_tensorflow_flavour_names_the_installed_package():
     assert readiness.tensorflow_flavour({"tensorflow": "2.21.0", "nvidia-cudnn-cu12": "9.3"}) == (
         "tensorflow 2.21.0 with NVIDIA's CUDA libraries")
     assert readiness.tensorflow_flavour({"keras": "3.15.1"}) is None
+
+
+def test_tf32_state_names_the_card_only_where_tf32_takes_effect():
+    ampere = fakes.FakeTF(n_gpus=1, details={"device_name": "NVIDIA A100-SXM4-40GB", "compute_capability": (8, 0)})
+    assert env.tf32_state(ampere).startswith("TF32 on: NVIDIA A100-SXM4-40GB (compute capability 8.0)")
+    turing = fakes.FakeTF(n_gpus=1)
+    assert env.tf32_state(turing) == ("TF32 allowed but unused: no GPU of compute capability 8.0 or higher, "
+                                      "so float32 stays float32.")
+    assert "no GPU," in env.tf32_state(fakes.FakeTF(n_gpus=0))
+    ampere.config.experimental.enable_tensor_float_32_execution(False)
+    try:
+        assert env.tf32_state(ampere).startswith("TF32 off")
+    finally:
+        ampere.config.experimental.enable_tensor_float_32_execution(True)

@@ -62,6 +62,7 @@ def test_title_badges_and_sections_follow_the_skeleton(name):
     assert len(re.findall(r"^# ", markdown(nb), flags=re.M)) == 1, f"{name}: exactly one H1"
     assert colab.colab_url(name) in first.source, f"{name}: Open in Colab badge missing or stale"
     assert colab.source_url(name) in first.source, f"{name}: source badge missing"
+    assert colab.kaggle_url(name) in first.source, f"{name}: Open in Kaggle badge missing or stale"
     for heading in ("## What you will learn", "## Runs on", "## Prerequisites"):
         assert heading in first.source, f"{name}: '{heading}' missing from the first cell"
     text = markdown(nb)

@@ -18,7 +18,8 @@ def shared(run):
     assert r["gpu_count"] == len(gpu_devices) == len(r["gpus"]), (r["gpu_count"], r["devices"])
     if os.environ.get("CUDA_VISIBLE_DEVICES") == "-1":
         assert r["gpu_count"] == 0
-    assert isinstance(r["on_colab"], bool)
+    assert isinstance(r["on_colab"], bool) and isinstance(r["on_kaggle"], bool)
+    assert r["on_kaggle"] == ("KAGGLE_KERNEL_RUN_TYPE" in os.environ), "Kaggle is detected by its variable"
     assert r["ready"] is True and r["readiness"]["Course data (sha256)"] is True, r["readiness"]
     assert r["readiness"]["GPU visible to TensorFlow"] == (r["gpu_count"] > 0)
     assert r["build"]["is_cuda_build"] in (True, False)

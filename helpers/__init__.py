@@ -18,6 +18,7 @@ Shared tools
     ``plots``     plotting too long for a notebook cell (curves that keep their colours, bars)
     ``tables``    aligned text tables, scientific notation
     ``monitor``   a background utilisation sampler (NVML or psutil)
+    ``tflog``     TensorFlow's C++ log lines kept off the page (a filter on stderr)
 Hardware facts, by concern
     ``cpu``       the CPU's model, instruction-set flags, clocks and peak FLOP/s
     ``env``       what TensorFlow sees: versions, build, devices, GPUs, memory, the report
@@ -63,6 +64,7 @@ from helpers import (  # noqa: E402  (the variables above must be set first)
     results,
     session,
     tables,
+    tflog,
     timing,
 )
 from helpers.session import scratch_dir, setup  # noqa: E402
@@ -94,5 +96,6 @@ __all__ = [
     "results",
     "session",
     "tables",
+    "tflog",
     "timing",
 ]

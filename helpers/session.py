@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from helpers import env, params
+from helpers import env, params, tflog
 from helpers import nvml as nvml_api
 
 MIB = 1024**2
@@ -128,6 +128,7 @@ def setup(*, memory_growth: bool = True, logical_devices: int | None = None,
     """
     params.validate(notebook_params)
     _check_options(memory_growth, logical_devices, logical_memory_mb)
+    tflog.keep_off_page()
     tf = env.tensorflow()
     notes = configure_devices(tf, memory_growth, logical_devices, logical_memory_mb)
     if "SEED" in notebook_params:

@@ -42,7 +42,8 @@ on_kaggle = "KAGGLE_KERNEL_RUN_TYPE" in os.environ
 if "google.colab" in sys.modules or on_kaggle:
     import subprocess
 
-    course = os.environ.get("COURSE_DIR") or ("/kaggle/temp" if on_kaggle else "/content") + "/gpu-deep-learning-notebooks"
+    home = "/kaggle/temp" if on_kaggle else "/content"
+    course = os.environ.get("COURSE_DIR") or f"{{home}}/gpu-deep-learning-notebooks"
     if not os.path.isdir(course):
         url = os.environ.get("COURSE_REPO_URL", "{REPO_URL}")
         clone = subprocess.run(["git", "clone", "--depth=1", "--quiet", url, course], capture_output=True, text=True)
@@ -52,8 +53,8 @@ if "google.colab" in sys.modules or on_kaggle:
                     return [str(self)]
             todo = ("turn on Internet in the notebook's Settings (Kaggle leaves it off; it needs a verified account)"
                     if on_kaggle else "check that this runtime has internet access")
-            raise CourseNotFetched(f"Could not fetch the course from {{url}}: {{todo}}, or set COURSE_REPO_URL to a copy "
-                                   "you can reach, then run this cell again.")
+            raise CourseNotFetched(f"Could not fetch the course from {{url}}: {{todo}}, or set COURSE_REPO_URL to "
+                                   "a copy you can reach, then run this cell again.")
     sys.path.insert(0, course)'''
 
 # Colab and JupyterLab show the cell collapsed: Colab through the #@title form, JupyterLab through this.

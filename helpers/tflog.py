@@ -1,10 +1,182 @@
 """TensorFlow's C++ log kept off the learner's page (every notebook, through :func:`helpers.setup`).
 
-Placeholder: filled in by the stderr-filter change.
+TensorFlow's native code writes to file descriptor 2 (stderr), and Jupyter's kernel forwards that
+descriptor to the page in red. ``TF_CPP_MIN_LOG_LEVEL`` does not silence all of it: since TensorFlow
+moved parts of its runtime and XLA to Abseil's logging, lines logged before ``absl::InitializeLog()``
+(which TensorFlow never calls) go to stderr whatever the level (the notice "WARNING: All log
+messages before absl::InitializeLog() is called are written to STDERR"; tensorflow/tensorflow#100442,
+#102212; abseil/abseil-cpp#1718). On a GPU these come after import, at the first op and at every XLA
+compilation: "Created device ... GPU:0 with ... MB memory", "XLA service ... initialized for platform
+CUDA", "Compiled cluster using XLA!", cuDNN's version, the autotuner's notes.
+
+:func:`keep_off_page` puts a filter on descriptor 2 of the kernel. The rule, line by line:
+
+* **Dropped** (kept in memory, :func:`dropped` lists them): Abseil/TensorFlow INFO lines
+  (``I0000 00:00:...  file.cc:NN] ...``), the "All log messages before absl::InitializeLog" notice,
+  and a short list of warnings that are either benign or repeated by the Python exception that
+  follows them (:data:`BENIGN`).
+* **Kept** (shown in red, as before): everything else, including every unknown warning and error.
+  A real problem still reaches the page.
+
+Outside a Jupyter kernel (scripts, pytest, child processes) nothing is installed.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import select
+import sys
+import threading
 
-def keep_off_page() -> None:
-    """Install the filter on file descriptor 2 (idempotent). Placeholder."""
+# Abseil's and TensorFlow's C++ log prefix: severity letter, MMDD, time, thread id, file:line]
+_ABSL = re.compile(r"^(?P<level>[IWEF])\d{4} \d\d:\d\d:\d+\.\d+\s+\d+ (?P<where>[^\]]+)\] ?(?P<msg>.*)$")
+# The older TensorFlow prefix: "2024-05-01 12:00:00.123456: W tensorflow/.../file.cc:12] message"
+_TSL = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: (?P<level>[IWEF]) (?P<where>[^\]]+)\] ?(?P<msg>.*)$")
+_NOTICE = "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR"
+
+# Warnings and errors that say nothing the learner can act on, or that the Python exception raised
+# right after them says again. Each: (pattern on the message, why it is safe to drop).
+BENIGN: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"Unable to register cu(DNN|FFT|BLAS) factory: Attempting to register factory for plugin"),
+     "CUDA plug-ins registered twice at import (Colab's TensorFlow builds): harmless"),
+    (re.compile(r"computation placer already registered"), "XLA's placer registered twice: harmless"),
+    (re.compile(r"TF-TRT Warning: Could not find TensorRT"), "TensorRT is optional; the course does not use it"),
+    (re.compile(r"Delay kernel timed out"), "the GPU timer's delay kernel: autotuning accuracy only"),
+    (re.compile(r"Registers are spilled to local memory"), "ptxas note while XLA compiles a kernel"),
+    (re.compile(r"(ran out of memory trying to allocate|Allocator \(\w+\) ran out of memory|"
+                r"Out of memory while trying to allocate|^\*+_*[*_]*$|^Stats:|Sum Total of in-use chunks)"),
+     "the allocator's out-of-memory report: the ResourceExhaustedError raised next says it in Python"),
+    (re.compile(r"Garbage collection: deallocate free memory regions"),
+     "the GPU allocator freeing cached memory near an out-of-memory wall"),
+)
+# Only benign when no GPU is meant to be visible (CUDA_VISIBLE_DEVICES="" or "-1"): cuInit then fails.
+_CUINIT = re.compile(r"failed call to cuInit")
+
+_lock = threading.Lock()
+_installed = False
+_dropped: list[str] = []
+
+
+def should_drop(line: str, environ: dict[str, str] | None = None, previous: bool | None = None) -> bool:
+    """True when `line` (one line of stderr, without its newline) is kept off the page.
+
+    A line without a log prefix continues the message before it (TensorFlow's multi-line messages,
+    such as the allocator's statistics) and follows that message's decision, `previous`; with no
+    message before it, it is kept.
+
+    Example:
+        >>> should_drop("I0000 00:00:1795491101.622107    6296 device_compiler.h:188] Compiled cluster using XLA!")
+        True
+        >>> should_drop("E0000 00:00:1795491101.622107    6296 some_kernel.cc:12] Something went wrong")
+        False
+    """
+    environ = os.environ if environ is None else environ
+    text = line.rstrip("\r\n")
+    if text.strip() == _NOTICE:
+        return True
+    match = _ABSL.match(text) or _TSL.match(text)
+    if not match:
+        return bool(previous)
+    if match["level"] == "I":
+        return True
+    message = match["msg"]
+    if any(pattern.search(message) for pattern, _ in BENIGN):
+        return True
+    return bool(_CUINIT.search(message)) and environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1")
+
+
+class LineFilter:
+    """Feeds stderr lines through :func:`should_drop`, carrying each message's decision to its continuation lines.
+
+    Example:
+        >>> f = LineFilter()
+        >>> [f.drop(x) for x in ["I0000 00:00:1.0 1 bfc_allocator.cc:1] Stats:", "Limit: 123", "plain"]]
+        [True, True, True]
+    """
+
+    def __init__(self, environ: dict[str, str] | None = None):
+        self.environ = environ
+        self.previous: bool | None = None
+
+    def drop(self, line: str) -> bool:
+        text = line.rstrip("\r\n")
+        decision = should_drop(text, self.environ, self.previous)
+        if text.strip() == _NOTICE or _ABSL.match(text) or _TSL.match(text):
+            self.previous = decision
+        elif not text.strip():
+            self.previous = None  # a blank line ends a message
+        return decision
+
+
+def dropped() -> list[str]:
+    """The lines kept off the page so far in this kernel (a copy).
+
+    Example:
+        >>> isinstance(dropped(), list)
+        True
+    """
+    with _lock:
+        return list(_dropped)
+
+
+def _in_kernel() -> bool:
+    shell = sys.modules.get("IPython") and getattr(sys.modules["IPython"], "get_ipython", lambda: None)()
+    return bool(shell) and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def _pump(read_fd: int, out_fd: int) -> None:
+    """Copy lines from `read_fd` to `out_fd`, dropping those :class:`LineFilter` names."""
+    line_filter = LineFilter()
+    pending = b""
+    while True:
+        ready, _, _ = select.select([read_fd], [], [], 0.05)
+        if not ready:
+            if pending:  # a partial line that waited: show it rather than hold it back
+                _emit(pending, out_fd, line_filter)
+                pending = b""
+            continue
+        chunk = os.read(read_fd, 65536)
+        if not chunk:
+            break
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for raw in lines:
+            _emit(raw + b"\n", out_fd, line_filter)
+
+
+def _emit(raw: bytes, out_fd: int, line_filter: LineFilter) -> None:
+    line = raw.decode("utf-8", "replace")
+    if line_filter.drop(line):
+        with _lock:
+            _dropped.append(line.rstrip("\n"))
+        return
+    os.write(out_fd, raw)
+
+
+def keep_off_page(force: bool = False) -> bool:
+    """Filter this process's stderr descriptor (once); returns True when the filter is in place.
+
+    Installed only inside a Jupyter kernel, where descriptor 2 reaches the page, unless `force`.
+    Python's own ``sys.stderr`` (warnings, tracebacks) is the kernel's stream and is not touched.
+
+    Example:
+        >>> keep_off_page()  # in a script or a test: nothing to do
+        False
+    """
+    global _installed
+    with _lock:
+        if _installed:
+            return True
+        if not (force or _in_kernel()):
+            return False
+        try:
+            target = os.dup(2)
+            read_fd, write_fd = os.pipe()
+            os.dup2(write_fd, 2)
+            os.close(write_fd)
+        except OSError:
+            return False
+        threading.Thread(target=_pump, args=(read_fd, target), name="tflog", daemon=True).start()
+        _installed = True
+        return True

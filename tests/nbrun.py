@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +13,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
+GPU_PATH_STARTUP = Path(__file__).resolve().parent / "gpu_path" / "keras_resolves_as_on_a_gpu.py"
 
 # Teaching order (README outline). A notebook's "Next" link points at the following name.
 COURSE = [
@@ -61,20 +64,63 @@ def stderr_text(notebook: Any) -> str:
                      for out in cell.get("outputs", []) if out.get("name") == "stderr")
 
 
-def run_notebook(name: str, workdir: Path, smoke: bool = True, timeout: int = 600, **params: Any) -> Run:
-    """Execute notebooks/<name> with papermill in `workdir` (its scratch folder too)."""
+def copy_course(target: Path) -> Path:
+    """Copy the course as git sees it (tracked and untracked, not ignored files) into `target`.
+
+    The tests run notebooks from such a copy in a folder whose name has a space (as
+    ``~/Documents/ML course/`` on a laptop), with its ``helpers`` first on the kernel's path.
+    """
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        source = ROOT / rel
+        if source.is_file():
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / rel)
+    return target
+
+
+def kernel_environment(workdir: Path, course: Path | None = None, gpu_path: bool = False) -> dict[str, str]:
+    """The environment a test kernel gets: what a learner's JupyterLab kernel would have.
+
+    * ``PYTEST_CURRENT_TEST`` removed: with it, ipykernel leaves file descriptor 2 alone, so C++
+      log lines that reach a learner's page would never reach the test's.
+    * `course`: that copy's ``helpers`` come first on ``PYTHONPATH``.
+    * `gpu_path`: an IPython profile whose start-up file makes Keras resolve ``jit_compile="auto"``
+      as on a GPU machine (:data:`GPU_PATH_STARTUP`).
+    """
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    env["COURSE_SCRATCH"] = str(workdir / "scratch")
+    env.setdefault("MPLBACKEND", "Agg")
+    if course is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(course), env.get("PYTHONPATH")]))
+    if gpu_path:
+        startup = workdir / "ipython" / "profile_default" / "startup"
+        startup.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(GPU_PATH_STARTUP, startup / GPU_PATH_STARTUP.name)
+        env["IPYTHONDIR"] = str(workdir / "ipython")
+    return env
+
+
+def run_notebook(name: str, workdir: Path, smoke: bool = True, timeout: int = 600, course: Path | None = None,
+                 gpu_path: bool = False, **params: Any) -> Run:
+    """Execute notebooks/<name> with papermill in `workdir` (its scratch folder too).
+
+    `course` runs the notebook of that copy of the course, with its helpers; `gpu_path` makes Keras
+    compile as on a GPU machine (:func:`kernel_environment`).
+    """
     import nbformat
     import papermill as pm
 
     workdir.mkdir(parents=True, exist_ok=True)
     results_path = workdir / "results.json"
     env_before = dict(os.environ)
-    os.environ["COURSE_SCRATCH"] = str(workdir / "scratch")
-    os.environ.setdefault("MPLBACKEND", "Agg")
+    os.environ.clear()
+    os.environ.update(kernel_environment(workdir, course, gpu_path))
     start = time.perf_counter()
     try:
         pm.execute_notebook(
-            str(NOTEBOOKS / name), str(workdir / name),
+            str((course or ROOT) / "notebooks" / name), str(workdir / name),
             parameters={"SMOKE": smoke, "RESULTS_PATH": str(results_path), **params},
             cwd=str(workdir), kernel_name="python3", progress_bar=False, execution_timeout=timeout,
         )

@@ -1,7 +1,11 @@
 """Every notebook runs under papermill in smoke mode, in a temporary folder, and its claims hold.
 
 Each notebook writes its key results to RESULTS_PATH; ``tests/claims/nbNN.py`` asserts on them.
-Learner-size runs are in ``test_learner_runs`` (``make test-full``).
+The claims run takes the paths a CPU laptop never takes by itself: the course sits in a folder whose
+name has a space (a copy of the working tree), the working folder is outside the course, and Keras
+resolves ``jit_compile="auto"`` as on a GPU machine (``tests/gpu_path``). The twice-in-a-row run takes
+the plain CPU path from the repository. Both run kernels that forward C++ stderr to the page, as
+JupyterLab's do. Learner-size runs are in ``test_learner_runs`` (``make test-full``).
 """
 
 import importlib
@@ -16,15 +20,58 @@ def claims_for(name: str):
     return importlib.import_module(f"claims.nb{name[:2]}")
 
 
+@pytest.fixture(scope="session")
+def course_with_a_space(tmp_path_factory):
+    return nbrun.copy_course(tmp_path_factory.mktemp("home") / "Documents" / "ML course")
+
+
 @pytest.mark.notebook
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_claims_hold_in_smoke_mode(name, tmp_path, monkeypatch):
+def test_notebook_claims_hold_in_smoke_mode(name, tmp_path, monkeypatch, course_with_a_space):
+    """From a course folder with a space in its path, on the compile path of a GPU machine."""
     monkeypatch.delenv("COURSE_SMOKE", raising=False)  # papermill sets SMOKE itself
-    run = nbrun.run_notebook(name, tmp_path, smoke=True)
+    workdir = tmp_path / "my runs"
+    run = nbrun.run_notebook(name, workdir, smoke=True, course=course_with_a_space, gpu_path=True)
     print(f"{name}: smoke run {run.seconds:.1f} s")
     claims_for(name).check(run)
-    leftovers = {p.name for p in tmp_path.iterdir()} - {name, "results.json", "scratch"}
+    leftovers = {p.name for p in workdir.iterdir()} - {name, "results.json", "scratch", "ipython"}
     assert not leftovers, f"{name} wrote outside its scratch folder: {leftovers}"
+    assert not (course_with_a_space / "scratch").exists(), f"{name} wrote into the course folder"
+
+
+GPU_PATH_PROBE = """
+import os, json, keras, tensorflow as tf
+def compiled(**kw):
+    m = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    m.compile(optimizer="sgd", loss="mse", **kw)
+    return bool(m.jit_compile)
+with tf.distribute.OneDeviceStrategy("/cpu:0").scope():
+    under_strategy = compiled()
+print(json.dumps({"auto": compiled(), "explicit_false": compiled(jit_compile=False), "strategy": under_strategy,
+                  "marker": os.environ.get("COURSE_KERAS_JIT_AS_ON_GPU")}))
+"""
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("gpu_path", [True, False])
+def test_the_gpu_compile_path_makes_keras_choose_xla_as_on_a_gpu(gpu_path, tmp_path):
+    """Keras' "auto" is XLA on a GPU, off on this CPU: the claims run takes the GPU's choice."""
+    import json
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(GPU_PATH_PROBE)])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("PYTEST_CURRENT_TEST", raising=False)
+        for key, value in nbrun.kernel_environment(tmp_path, gpu_path=gpu_path).items():
+            mp.setenv(key, value)
+        client = NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(tmp_path)}})
+        client.execute()
+    found = json.loads(nb.cells[0].outputs[-1]["text"].strip().splitlines()[-1])
+    assert found["auto"] is gpu_path, found
+    assert found["explicit_false"] is False and found["strategy"] is False, found
+    assert (found["marker"] == "1") is gpu_path
 
 
 @pytest.mark.notebook
@@ -58,8 +105,9 @@ def test_notebook_runs_twice_in_a_row_in_one_kernel(name, tmp_path, monkeypatch)
     from nbclient import NotebookClient
 
     monkeypatch.setenv("COURSE_SMOKE", "1")
-    monkeypatch.setenv("COURSE_SCRATCH", str(tmp_path / "scratch"))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)  # descriptor 2 reaches the page, as in JupyterLab
+    for key, value in nbrun.kernel_environment(tmp_path).items():
+        monkeypatch.setenv(key, value)
     nb = nbformat.read(nbrun.NOTEBOOKS / name, as_version=4)
     client = NotebookClient(nb, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(tmp_path)}})
     with client.setup_kernel():

@@ -19,7 +19,7 @@ OFFLINE := $(PY) tools/offline.py --
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 TOKEN_FLAG := $(if $(LAB_TOKEN),--IdentityProvider.token=$(LAB_TOKEN),)
 
-.PHONY: lab test test-full test-browser test-colab book bench doctor lint strip clean install install-test kernel help tensorboard
+.PHONY: lab test test-full test-browser test-colab test-kaggle book bench doctor lint strip clean install install-test kernel help tensorboard
 
 help:
 	@echo "make lab        set up .venv and open the course in JupyterLab"
@@ -27,6 +27,7 @@ help:
 	@echo "make test-full  run every notebook at learner sizes and report its time"
 	@echo "make test-browser  open every notebook in JupyterLab in headless Chromium and run all cells"
 	@echo "make test-colab run every notebook alone on a Colab-like runtime (Python 3.12, TF 2.20, Keras 3.13)"
+	@echo "make test-kaggle run every notebook alone on a Kaggle-like runtime (no google.colab, Kaggle's variables)"
 	@echo "make book       execute every notebook (learner sizes) and render build/book/index.html"
 	@echo "make bench      measure notebook times, make test, the timer and matmul rates: benchmarks/RESULTS.md"
 	@echo "make doctor     readiness table of this machine (for instructors)"
@@ -83,6 +84,13 @@ test-browser: $(TEST_STAMP) kernel
 test-colab:
 	$(PYTHON) tools/colab_env.py --python $(COLAB_PYTHON) --venv $(COLAB_VENV) >/dev/null
 	$(COLAB_VENV)/bin/pytest -n $(PYTEST_WORKERS) -p no:cacheprovider tests/test_colab_runtime.py
+
+# Kaggle: no google.colab, KAGGLE_KERNEL_RUN_TYPE set as in every Kaggle kernel, a fresh working folder; the same
+# Python 3.12 venv with Colab-era TensorFlow and Keras (Kaggle's images ship a similar pair).
+test-kaggle:
+	$(PYTHON) tools/colab_env.py --python $(COLAB_PYTHON) --venv $(COLAB_VENV) >/dev/null
+	COURSE_FAKE_RUNTIME=kaggle KAGGLE_KERNEL_RUN_TYPE=Interactive \
+		$(COLAB_VENV)/bin/pytest -n $(PYTEST_WORKERS) -p no:cacheprovider tests/test_colab_runtime.py
 
 test-full: $(TEST_STAMP) kernel
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -m slow tests -s -p no:cacheprovider

@@ -135,3 +135,9 @@ def test_colab_links_name_the_repository_once():
     assert colab.REPO in colab.REPO_URL and colab.REPO in colab.colab_url("00_environment_check.ipynb")
     with pytest.raises(ValueError, match="notebook="):
         colab.colab_url("notebooks/00.ipynb")
+
+
+def test_the_readme_carries_the_colab_and_kaggle_badges():
+    readme = (ROOT / "README.md").read_text()
+    assert colab.kaggle_url("00_environment_check.ipynb") in readme
+    assert colab.colab_url("00_environment_check.ipynb") in readme

@@ -1,10 +1,11 @@
-"""Each notebook on a Colab-like runtime (make test-colab): opened alone, it fetches the course and runs.
+"""Each notebook on a Colab-like or Kaggle-like runtime: opened alone, it fetches the course and runs.
 
 Runs only under `.venv-colab` (tools/colab_env.py): Python 3.12 with Colab's older TensorFlow and
-Keras, a fake `google.colab` loaded at start-up, and no `helpers` installed. Each committed notebook
-is put alone into a fresh folder, as Colab opens it; its Colab cell clones the course from a local
-bare clone of HEAD (COURSE_REPO_URL) into COURSE_DIR, and the notebook runs in smoke mode. Its
-claims are asserted as in `make test`.
+Keras, and no `helpers` installed. `make test-colab` loads a fake `google.colab` at start-up;
+`make test-kaggle` loads nothing of Colab's and sets Kaggle's `KAGGLE_KERNEL_RUN_TYPE`. Each committed
+notebook is put alone into a fresh folder, as the runtime opens it; its first cell clones the course
+from a local bare clone of HEAD (COURSE_REPO_URL) into COURSE_DIR, and the notebook runs in smoke
+mode. Its claims are asserted as in `make test`.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from pathlib import Path
 import nbrun
 import pytest
 
-pytestmark = [pytest.mark.colab, pytest.mark.skipif("google.colab" not in sys.modules,
-                                                    reason="only in the Colab-like runtime (make test-colab)")]
+RUNTIME = ("kaggle" if os.environ.get("COURSE_FAKE_RUNTIME") == "kaggle" and "KAGGLE_KERNEL_RUN_TYPE" in os.environ
+           else "colab" if "google.colab" in sys.modules else None)
+pytestmark = [pytest.mark.colab, pytest.mark.skipif(RUNTIME is None, reason="only in the hosted-runtime venv "
+                                                                            "(make test-colab, make test-kaggle)")]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,11 +36,12 @@ def bare_clone(tmp_path_factory):
     return target
 
 
-def test_the_runtime_is_colab_like():
+def test_the_runtime_is_colab_or_kaggle_like():
     import keras
     import tensorflow as tf
 
     assert sys.version_info[:2] == (3, 12)
+    assert ("google.colab" in sys.modules) == (RUNTIME == "colab"), "Kaggle has no google.colab"
     assert tf.__version__.startswith("2.20.") and keras.__version__.startswith("3.13."), (tf.__version__,
                                                                                          keras.__version__)
     assert importlib.util.find_spec("helpers") is None, "helpers must come from the notebook's Colab cell"
@@ -48,14 +52,14 @@ def test_notebook_fetches_the_course_and_runs_alone(name, tmp_path, bare_clone, 
     import nbformat
     import papermill as pm
 
-    folder = tmp_path / "opened"
+    folder = tmp_path / ("working" if RUNTIME == "kaggle" else "opened")  # Kaggle's kernels start in /kaggle/working
     folder.mkdir()
     # The notebook alone, as Colab opens it from the repository: the committed version, like the helpers.
     shown = subprocess.run(["git", "--git-dir", str(bare_clone), "show", f"HEAD:notebooks/{name}"], capture_output=True)
     if shown.returncode:
         pytest.skip(f"{name} is not committed yet")
     (folder / name).write_bytes(shown.stdout)
-    course = tmp_path / "content" / "gpu-deep-learning-notebooks"
+    course = tmp_path / ("kaggle temp" if RUNTIME == "kaggle" else "content") / "gpu-deep-learning-notebooks"
     monkeypatch.setenv("COURSE_REPO_URL", str(bare_clone))
     monkeypatch.setenv("COURSE_DIR", str(course))
     monkeypatch.setenv("COURSE_SCRATCH", str(tmp_path / "scratch"))
@@ -65,7 +69,7 @@ def test_notebook_fetches_the_course_and_runs_alone(name, tmp_path, bare_clone, 
     pm.execute_notebook(str(folder / name), str(tmp_path / name), parameters={"SMOKE": True,
                         "RESULTS_PATH": str(results_path)}, cwd=str(folder), kernel_name="python3",
                         progress_bar=False, execution_timeout=900)
-    assert (course / "helpers" / "__init__.py").exists(), "the Colab cell did not fetch the course"
+    assert (course / "helpers" / "__init__.py").exists(), f"the first cell did not fetch the course on {RUNTIME}"
     results = json.loads(results_path.read_text())
     run = nbrun.Run(results, nbformat.read(tmp_path / name, as_version=4), 0.0, tmp_path)
     # Some claims ask the helpers (for example whether a worker still runs): use the copy the notebook fetched.

@@ -1,11 +1,13 @@
-"""Build the Colab-like runtime for `make test-colab`: a Python 3.12 venv with Colab's older versions.
+"""Build the hosted-runtime venv for `make test-colab` and `make test-kaggle`: Python 3.12, Colab's older versions.
 
     python3 tools/colab_env.py [--python python3.12] [--venv .venv-colab]
 
 The venv gets `requirements-colab.txt` (TensorFlow 2.20, Keras 3.13, ...) and a fake `google.colab`:
 an empty `google/colab/__init__.py` in site-packages, without a `google/__init__.py` (so
-`google.protobuf` still imports), loaded at start-up by a `.pth` line as Colab's kernel loads it. The
-course's `helpers` are deliberately not installed: each notebook's Colab cell must fetch them.
+`google.protobuf` still imports), loaded at start-up by a `.pth` line as Colab's kernel loads it,
+unless ``COURSE_FAKE_RUNTIME=kaggle``: then nothing Colab's is loaded and `make test-kaggle` sets
+Kaggle's ``KAGGLE_KERNEL_RUN_TYPE`` instead (Kaggle's images ship a similar TensorFlow and Keras 3).
+The course's `helpers` are deliberately not installed: each notebook's first cell must fetch them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STAMP = ".installed-colab"
+STAMP_VERSION = "# fake runtimes: colab, or kaggle with COURSE_FAKE_RUNTIME=kaggle\n"
+PTH_LINE = ('import os, importlib; os.environ.get("COURSE_FAKE_RUNTIME", "colab") == "colab" '
+            'and importlib.import_module("google.colab")\n')
 
 
 def site_packages(python: Path) -> Path:
@@ -50,7 +55,7 @@ def build(python: str, venv: Path) -> Path:
     venv_python = venv / "bin" / "python"
     requirements = ROOT / "requirements-colab.txt"
     stamp = venv / STAMP
-    if stamp.exists() and stamp.read_text() == requirements.read_text():
+    if stamp.exists() and stamp.read_text() == STAMP_VERSION + requirements.read_text():
         return venv_python
     if not venv_python.exists():
         subprocess.run([interpreter, "-m", "venv", str(venv)], check=True)
@@ -59,14 +64,14 @@ def build(python: str, venv: Path) -> Path:
     fake = site_packages(venv_python) / "google" / "colab"
     fake.mkdir(parents=True, exist_ok=True)
     (fake / "__init__.py").write_text('"""A stand-in for Colab\'s google.colab module (make test-colab)."""\n')
-    (fake.parent.parent / "course_fake_colab.pth").write_text("import google.colab\n")
+    (fake.parent.parent / "course_fake_colab.pth").write_text(PTH_LINE)
     probe = ("import sys, google.protobuf; assert 'google.colab' in sys.modules; "
              "import importlib.util as u; assert u.find_spec('helpers') is None")
     check = subprocess.run([str(venv_python), "-c", probe],
                            capture_output=True, text=True, cwd=venv)  # not the course's folder: helpers is there
     if check.returncode:
         raise SystemExit(f"the Colab-like venv is not right: {check.stderr.strip().splitlines()[-1]}")
-    stamp.write_text(requirements.read_text())
+    stamp.write_text(STAMP_VERSION + requirements.read_text())
     return venv_python
 
 

@@ -50,7 +50,8 @@ def running_lab(extra_args: str = "", env: dict[str, str] | None = None, timeout
         ["make", "-s", "lab", f"VENV={sys.prefix}", f"LAB_PORT={port}", f"LAB_TOKEN={token}",
          f"LAB_ARGS=--no-browser {extra_args}".strip(), *([f"LAB_DIR={lab_dir}"] if lab_dir else [])],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-        env={**{k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}, **(env or {})})  # kernels forward C++ stderr
+        # Without PYTEST_CURRENT_TEST, kernels forward C++ stderr to the page as a learner's do.
+        env={**{k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}, **(env or {})})
     lab = Lab(f"http://127.0.0.1:{port}", token, port, proc)
     try:
         deadline = time.time() + timeout

@@ -1,17 +1,34 @@
 """Topic module of notebook 05 · Batch size and learning rate.
 
 The lesson stays on the notebook's page: the step timer, ``reset_memory_stats`` and
-``get_memory_info`` in a child process, the search for the out-of-memory wall that catches
-``tf.errors.ResourceExhaustedError``, SGD with momentum, the linear scaling rule and its warm-up.
-This module holds what is too long for a cell or shared with the child scripts: the ``BATCH_SIZES``
-rule, the small CNN every part trains, the arithmetic that turns measured peaks into bytes per
-sample and a predicted wall, and the tables and plots.
+``get_memory_info`` in a child process, the step the wall search runs and the error class it
+catches (``tf.errors.ResourceExhaustedError``), SGD with momentum, the linear scaling rule and its
+warm-up. This module holds what is too long for a cell or shared with the child scripts: the
+``BATCH_SIZES`` rule, the small CNN every part trains, the doubling sweep that looks for the
+out-of-memory wall (:func:`wall_batches`, :func:`find_wall`) and its reading, the arithmetic that
+turns measured peaks into bytes per sample and a predicted wall, and the tables and plots.
+
+What an allocation failure raises, read in the sources:
+
+* without XLA (``jit_compile=False``, the course's setting): ``OpKernelContext::allocate_tensor``
+  (tensorflow/core/framework/op_kernel.cc) returns ``errors::ResourceExhausted("OOM when allocating
+  tensor with shape[...] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator
+  GPU_0_bfc")``: ``tf.errors.ResourceExhaustedError`` in Python, on a CPU (``bfc_cpu_allocator``) too;
+* with XLA: ``stream_executor::MemoryAllocationError`` (xla/stream_executor/integrations/
+  tf_allocator_adapter.cc) returns ``absl::ResourceExhaustedError("Out of memory while trying to
+  allocate N bytes.")``, the same Python class with another text; :func:`error_line` finds both;
+* a tensor of more than 2**31 - 1 elements is no out-of-memory error at all: cuDNN refuses a
+  tensor descriptor above 2 giga-elements (``CUDNN_STATUS_NOT_SUPPORTED``, cuDNN API reference,
+  ``cudnnSetTensorNdDescriptor``), and TensorFlow checks that call with ``CHECK_CUDNN_OK``
+  (``CudnnTensorDescriptor``, xla/stream_executor/cuda/cuda_dnn.cc), which ends the process
+  without a Python exception. So the sweep stops before any tensor of a step gets that large.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from helpers import params
@@ -82,8 +99,164 @@ def compiled_cnn(learning_rate: float = 0.01) -> Any:
 
     model = small_cnn()
     model.compile(optimizer=keras.optimizers.SGD(learning_rate, momentum=0.9),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=False)  # the same program on CPU and GPU: Keras turns XLA on by itself only on a GPU
     return model
+
+
+INT32_MAX = 2**31 - 1  # the most elements cuDNN and many GPU kernels index in one tensor
+OOM_TEXTS = ("OOM when allocating", "Out of memory while trying to allocate", "Out of host memory while trying")
+
+
+def largest_tensor(model: Any) -> int:
+    """Elements per sample of the largest tensor a training step of `model` holds: its input or a layer's output.
+
+    The backward pass makes gradients of the same shapes, so this bounds every per-sample tensor of a
+    step. For :func:`small_cnn` it is the first convolution's output, 26 x 26 x 16.
+
+    Example:
+        >>> largest_tensor(small_cnn())
+        10816
+    """
+    shapes = [tuple(model.inputs[0].shape)] + [tuple(layer.output.shape) for layer in model.layers]
+    return max(math.prod(int(d) for d in shape[1:]) for shape in shapes)
+
+
+def wall_batches(start: int, per_sample: int, count: int = 12) -> list[int]:
+    """`start`, 2x, 4x, ... (at most `count` sizes), stopping before a tensor of `per_sample` elements
+    per sample would pass :data:`INT32_MAX` elements.
+
+    Beyond that a GPU step does not fail with an out-of-memory error but in other ways, some of which end
+    the process (see the module's docstring); the sweep stays below it on every GPU, whatever its memory.
+
+    Example:
+        >>> wall_batches(512, 10816)[-1], len(wall_batches(512, 10816))
+        (131072, 9)
+        >>> wall_batches(32, 100, count=3)
+        [32, 64, 128]
+    """
+    for name, value in (("start", start), ("per_sample", per_sample), ("count", count)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name}={value!r}: use a positive integer.")
+    if start * per_sample > INT32_MAX:
+        raise ValueError(f"start={start}: a batch of {start} already holds more than 2**31 - 1 elements in one tensor "
+                         f"({per_sample} per sample); start lower.")
+    return [start * 2**i for i in range(count) if start * 2**i * per_sample <= INT32_MAX]
+
+
+def error_line(message: str) -> str:
+    """The line of a TensorFlow error message that says what ran out: the allocator's OOM text, from its start.
+
+    TensorFlow prefixes the text with the function it ran (``{{function_node __inference_...}}``) and
+    follows it with the node; both differ from run to run. Without an out-of-memory text: the first line.
+
+    Example:
+        >>> error_line("{{function_node __inference_f_12}} OOM when allocating tensor with shape[8] and type "
+        ...            "float on /device:GPU:0 by allocator GPU_0_bfc\\n\\t [[{{node a}}]]")
+        'OOM when allocating tensor with shape[8] and type float on /device:GPU:0 by allocator GPU_0_bfc'
+        >>> error_line("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4096 bytes.")
+        'Out of memory while trying to allocate 4096 bytes.'
+    """
+    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+    for line in lines:
+        at = min((line.find(t) for t in OOM_TEXTS if t in line), default=-1)
+        if at >= 0:
+            return line[at:]
+    return re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", lines[0]) if lines else ""
+
+
+def find_wall(step: Callable[[int], float], batches: Iterable[int], out_of_memory: type[BaseException],
+              other: type[BaseException] | tuple[type[BaseException], ...] = ()) -> dict[str, Any]:
+    """Call ``step(batch)`` (which returns that step's peak bytes) for each batch until one raises.
+
+    `out_of_memory` (``tf.errors.ResourceExhaustedError``) is the wall: the sweep stops and says so.
+    `other` (``tf.errors.OpError``) stops it too, reported as what it is, not as a wall. Anything else
+    propagates. No error up to the last batch: no wall within the sweep (``failed_at`` None).
+
+    Returns:
+        ``{"peaks": {batch: bytes}, "failed_at": batch or None, "out_of_memory": bool, "error_type": name or
+        None, "error": the line that says what ran out, or ""}``.
+
+    Example:
+        >>> def step(batch):
+        ...     if batch > 64:
+        ...         raise MemoryError("OOM when allocating tensor with shape[128,26,26,16]")
+        ...     return batch * 1000
+        >>> find_wall(step, [32, 64, 128, 256], out_of_memory=MemoryError)["failed_at"]
+        128
+    """
+    if not (isinstance(out_of_memory, type) and issubclass(out_of_memory, BaseException)):
+        raise ValueError(f"out_of_memory={out_of_memory!r}: pass an exception class such as "
+                         "tf.errors.ResourceExhaustedError.")
+    answer: dict[str, Any] = {"peaks": {}, "failed_at": None, "out_of_memory": False, "error_type": None, "error": ""}
+    for batch in batches:
+        try:
+            answer["peaks"][int(batch)] = step(int(batch))
+        except out_of_memory as err:  # the allocator ran out: the wall
+            answer.update(failed_at=int(batch), out_of_memory=True, error_type=type(err).__name__,
+                          error=error_line(getattr(err, "message", None) or str(err)))
+            break
+        except other as err:  # stops the sweep, but it is no out-of-memory wall
+            answer.update(failed_at=int(batch), error_type=type(err).__name__,
+                          error=error_line(getattr(err, "message", None) or str(err)))
+            break
+    return answer
+
+
+def wall_lines(answer: Mapping[str, Any], where: str, child_error: str = "",
+               per_sample: int | None = None) -> list[str]:
+    """What the wall child found, in sentences that say which of four things happened.
+
+    A child that gave no answer (`child_error`); an out-of-memory error caught (the wall, and the step
+    the same process trained afterwards); another error that stopped the sweep; or no error up to the
+    last batch tried. `per_sample` (:func:`largest_tensor`) tells whether the sweep stopped there to keep
+    every tensor below 2**31 elements.
+
+    Example:
+        >>> wall_lines({"peaks": {512: 1e8, 1024: 2e8}, "failed_at": None}, "this A100")[0][:52]
+        'On this A100, every batch up to 1024 fitted: no wall'
+    """
+    if child_error:
+        return [f"On {where} the wall child gave no answer ({child_error}), so this run found no wall: read "
+                "child.stderr for what stopped it."]
+    peaks = {int(b): p for b, p in answer.get("peaks", {}).items()}
+    fitted, failed_at = max(peaks, default=None), answer.get("failed_at")
+    before = f"batch {fitted} fitted and " if fitted else "the first size tried, "
+    if failed_at and answer.get("out_of_memory"):
+        lines = [f"On {where}, {before}batch {failed_at} raised {answer['error_type']}: {answer['error']}"]
+        if answer.get("loss_after") is not None:
+            lines.append(f"After catching it, the same process trained a batch of 32 (loss "
+                         f"{answer['loss_after']:.3f}): the error cost that process one step, and this kernel nothing.")
+        return lines
+    if failed_at:
+        return [f"On {where}, {before}batch {failed_at} stopped the sweep with {answer['error_type']}, which is not "
+                f"an out-of-memory error, so it is no wall: {answer['error']}"]
+    capped = per_sample is not None and fitted is not None and 2 * fitted * per_sample > INT32_MAX
+    beyond = (f" The sweep stops there: the next doubling, {2 * fitted}, would put more than 2**31 - 1 elements in "
+              "one tensor, and past that a GPU step fails in other ways than running out of memory (cuDNN refuses "
+              "such a tensor, and TensorFlow then ends the process)." if capped else "")
+    return [f"On {where}, every batch up to {fitted} fitted: no wall within the sweep, so this run does not "
+            f"measure where this device's memory ends.{beyond}"]
+
+
+def prediction_line(predicted: int, fitted: int | None, failed_at: int | None) -> str:
+    """Set the predicted wall beside the measured one: inside the doubling bracket, above, below; or,
+    without a wall, beside the largest batch that fitted.
+
+    Example:
+        >>> prediction_line(1500, 1024, 2048)
+        'Predicted from the sweep: about 1,500 samples, between the last batch that fitted and the first that did not.'
+    """
+    head = f"Predicted from the sweep: about {predicted:,} samples, "
+    if failed_at:
+        if fitted is not None and fitted <= predicted < failed_at:
+            return head + "between the last batch that fitted and the first that did not."
+        return head + (f"{'above' if predicted >= failed_at else 'below'} the measured wall: the bytes per sample "
+                       "of the sweep do not hold all the way there.")
+    if fitted is None:
+        return head + "with nothing measured to compare it with."
+    return head + ("beyond every batch tried, which agrees with finding no wall." if predicted >= fitted else
+                   f"yet batch {fitted} fitted: the bytes per sample of the sweep overestimate the larger batches.")
 
 
 def loss_probe(x: Any, y: Any, every: int) -> Any:

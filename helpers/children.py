@@ -8,6 +8,11 @@ its scratch folder), then :func:`run_script` starts one process per label, all a
 its own environment and arguments. The script prints its answer as one JSON line on stdout; stderr
 is captured into :attr:`ChildResult.stderr` and never reaches the learner's page.
 
+A child that measures a GPU gets it alone: a run's ``"gpu"`` key (see :func:`gpu_env`) sets the
+child's ``CUDA_VISIBLE_DEVICES`` to this process's entry for that GPU (an index, or the UUID a
+scheduler such as SLURM put in the list) and turns memory growth on, both before the child's
+TensorFlow starts. Without it, a fresh TensorFlow takes nearly all the memory of every GPU it sees.
+
 Used by notebooks 02 (placement log, logical devices, ``CUDA_VISIBLE_DEVICES``), 03 (asynchronous
 execution), 05, 06 and 09 (peak memory under the BFC allocator).
 """
@@ -68,13 +73,56 @@ def child_environ(overrides: Mapping[str, str | None], base: Mapping[str, str] |
     return environ
 
 
+def gpu_env(gpu: int | None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a child needs to see only this process's TensorFlow ``GPU:<gpu>``, memory growth on.
+
+    ``CUDA_VISIBLE_DEVICES`` becomes this process's entry for that GPU: its own list's entry when it
+    has one (``2,3`` on a SLURM node gives ``GPU:0`` -> ``2``; UUIDs and MIG names are passed as they
+    are), else the index. CUDA reads the list up to its first invalid entry, as TensorFlow numbers
+    the GPUs it sees. ``TF_FORCE_GPU_ALLOW_GROWTH=true`` makes the child's allocator take memory as it
+    needs it (TensorFlow's ``GetAllowGrowthValue`` reads it when the GPU allocator is made) instead of
+    nearly all of it at start. The child inherits ``CUDA_DEVICE_ORDER`` from this process, so an index
+    means the same GPU.
+    ``gpu=None`` (a child that runs on the CPU, or a machine without a GPU) changes nothing: ``{}``.
+
+    Example:
+        >>> gpu_env(None)
+        {}
+        >>> gpu_env(0, environ={})
+        {'CUDA_VISIBLE_DEVICES': '0', 'TF_FORCE_GPU_ALLOW_GROWTH': 'true'}
+        >>> gpu_env(1, environ={"CUDA_VISIBLE_DEVICES": "2,3"})["CUDA_VISIBLE_DEVICES"]
+        '3'
+    """
+    if gpu is None:
+        return {}
+    if not isinstance(gpu, int) or isinstance(gpu, bool) or gpu < 0:
+        raise ValueError(f"gpu={gpu!r}: use the index of one of this process's GPUs (0 for GPU:0), or None.")
+    environ = os.environ if environ is None else environ
+    if "CUDA_VISIBLE_DEVICES" in environ:
+        entries = []
+        for entry in environ["CUDA_VISIBLE_DEVICES"].split(","):
+            entry = entry.strip()
+            if not entry or entry.startswith("-"):  # CUDA stops at the first invalid entry
+                break
+            entries.append(entry)
+        if gpu >= len(entries):
+            raise ValueError(f"gpu={gpu}: this process sees {len(entries)} GPU(s) through CUDA_VISIBLE_DEVICES="
+                             f"{environ['CUDA_VISIBLE_DEVICES']!r}; use an index below {len(entries)}.")
+        visible = entries[gpu]
+    else:
+        visible = str(gpu)
+    return {"CUDA_VISIBLE_DEVICES": visible, "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
+
+
 def run_script(script: str | os.PathLike[str], runs: Mapping[str, Mapping[str, Any]], timeout: float = 120.0,
                python: str | None = None) -> dict[str, ChildResult]:
     """Start `script` once per entry of `runs` (all at once) and collect each one's JSON answer.
 
     Args:
         script: a Python file that prints its answer as a JSON object on the last line of stdout.
-        runs: ``{label: {"env": {NAME: value or None}, "args": [str, ...]}}``; both keys optional.
+        runs: ``{label: {"env": {NAME: value or None}, "args": [str, ...], "gpu": index or None}}``; every
+            key optional. ``"gpu"``: the child sees only this process's ``GPU:<index>``, with memory
+            growth on (:func:`gpu_env`); None or absent: the child sees what this process sees.
         timeout: seconds each child may take; a child still running then is killed.
         python: the interpreter (default: this one).
 
@@ -96,16 +144,21 @@ def run_script(script: str | os.PathLike[str], runs: Mapping[str, Mapping[str, A
         raise ValueError("runs must be a non-empty dict {label: {'env': {...}, 'args': [...]}}.")
     if not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ValueError(f"timeout={timeout!r}: use a positive number of seconds.")
-    allowed = {"env", "args"}
+    allowed = {"env", "args", "gpu"}
+    devices = {}
     for label, spec in runs.items():
         unknown = set(spec) - allowed
         if unknown:
             raise ValueError(f"runs[{label!r}] has unknown key(s) {sorted(unknown)}: use {sorted(allowed)}.")
         if not isinstance(spec.get("args", []), Sequence) or isinstance(spec.get("args"), str):
             raise ValueError(f"runs[{label!r}]['args'] must be a list of strings.")
+        devices[label] = gpu_env(spec.get("gpu"))
+        both = set(devices[label]) & set(spec.get("env", {}))
+        if both:
+            raise ValueError(f"runs[{label!r}] sets {sorted(both)} in 'env' and through 'gpu': keep one of them.")
     started = {}
     for label, spec in runs.items():
-        overrides = dict(spec.get("env", {}))
+        overrides = {**devices[label], **spec.get("env", {})}
         args = [str(a) for a in spec.get("args", [])]
         proc = subprocess.Popen([python or sys.executable, str(script), *args], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=child_environ(overrides), cwd=str(ROOT))

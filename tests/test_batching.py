@@ -142,3 +142,122 @@ def test_dips_note_names_each_batch_whose_peak_fell_and_is_silent_otherwise():
     note = batching.dips_note({32: 37e6, 64: 39e6, 128: 36e6, 256: 50e6, 512: 49e6})
     assert "Batch 128 peaked 3.0 MB below batch 64" in note and "batch 512 peaked 1.0 MB below batch 256" in note
     assert batching.dips_note({32: 37e6, 64: 39e6, 128: 40e6}) == ""
+
+
+# ---------------------------------------------------------------- the out-of-memory wall (finding 8)
+def test_compiled_cnn_turns_xla_off_so_cpu_and_gpu_run_the_same_program():
+    assert batching.compiled_cnn().jit_compile is False
+
+
+def test_largest_tensor_is_the_first_convolutions_output():
+    assert batching.largest_tensor(batching.small_cnn()) == 26 * 26 * 16
+
+
+def test_wall_batches_stop_before_a_tensor_passes_int32_elements():
+    sizes = batching.wall_batches(512, 26 * 26 * 16)
+    assert sizes == [512 * 2**i for i in range(9)]  # 131,072; 262,144 would put 2.8e9 elements in conv1's output
+    assert sizes[-1] * 10816 <= 2**31 - 1 < 2 * sizes[-1] * 10816
+    assert len(batching.wall_batches(8, 10816)) == 12  # small starts: at most 12 sizes
+    for start in (8, 100, 512, 4096):
+        assert all(b * 10816 <= batching.INT32_MAX for b in batching.wall_batches(start, 10816))
+    with pytest.raises(ValueError, match="start="):
+        batching.wall_batches(300_000, 10816)
+    for bad in ({"start": 0}, {"per_sample": -1}, {"count": 1.5}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            batching.wall_batches(**{"start": 512, "per_sample": 10816, "count": 12, **bad})
+
+
+BFC_OOM = ("{{function_node __inference_one_step_on_data_1718}} OOM when allocating tensor with shape[131072,26,26,16] "
+           "and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n"
+           "\t [[{{node sequential_1/conv2d_1/Relu}}]]\nHint: If you want to see a list of allocated tensors when OOM "
+           "happens, add report_tensor_allocations_upon_oom to RunOptions for current allocation info.")
+XLA_OOM = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 5670699008 bytes.\n\t [[{{node cluster_0}}]]"
+
+
+def _tf_step(fails_from, error):
+    """A fake training step: the peak grows with the batch; from `fails_from` on it raises `error`."""
+    def step(batch):
+        if error is not None and batch >= fails_from:
+            raise error
+        return 1e6 + 2e5 * batch
+    return step
+
+
+def test_find_wall_catches_the_allocators_error_and_reads_its_line():
+    import tensorflow as tf
+
+    wall = batching.find_wall(_tf_step(4096, tf.errors.ResourceExhaustedError(None, None, BFC_OOM)),
+                              [1024, 2048, 4096, 8192], out_of_memory=tf.errors.ResourceExhaustedError,
+                              other=tf.errors.OpError)
+    assert wall["failed_at"] == 4096 and wall["out_of_memory"] is True and sorted(wall["peaks"]) == [1024, 2048]
+    assert wall["error_type"] == "ResourceExhaustedError"
+    assert wall["error"] == ("OOM when allocating tensor with shape[131072,26,26,16] and type float on "
+                             "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc")
+
+
+def test_find_wall_reads_xlas_out_of_memory_text_too():
+    import tensorflow as tf
+
+    wall = batching.find_wall(_tf_step(2048, tf.errors.ResourceExhaustedError(None, None, XLA_OOM)), [1024, 2048],
+                              out_of_memory=tf.errors.ResourceExhaustedError, other=tf.errors.OpError)
+    assert wall["out_of_memory"] and wall["error"] == "Out of memory while trying to allocate 5670699008 bytes."
+
+
+@pytest.mark.parametrize("kind", ["InvalidArgumentError", "InternalError", "UnknownError"])
+def test_find_wall_reports_another_tensorflow_error_as_no_wall(kind):
+    import tensorflow as tf
+
+    error = getattr(tf.errors, kind)(None, None, "{{function_node __inference_f_1}} Tensor too large\n\t[[{{node x}}]]")
+    wall = batching.find_wall(_tf_step(2048, error), [1024, 2048, 4096], out_of_memory=tf.errors.ResourceExhaustedError,
+                              other=tf.errors.OpError)
+    assert wall["failed_at"] == 2048 and wall["out_of_memory"] is False
+    assert wall["error_type"] == kind and wall["error"] == "Tensor too large"
+    lines = batching.wall_lines(wall, "this A100")
+    assert "stopped the sweep with " + kind in lines[0] and "not an out-of-memory error" in lines[0]
+    assert not any("raised" in line or "After catching it" in line for line in lines)
+
+
+def test_find_wall_without_an_error_finds_no_wall_and_says_why_it_stopped():
+    import tensorflow as tf
+
+    sizes = batching.wall_batches(512, 10816)
+    wall = batching.find_wall(_tf_step(None, None), sizes, out_of_memory=tf.errors.ResourceExhaustedError,
+                              other=tf.errors.OpError)
+    assert wall["failed_at"] is None and wall["error_type"] is None and wall["error"] == ""
+    assert sorted(wall["peaks"]) == sizes
+    line = batching.wall_lines(wall, "this NVIDIA H200", per_sample=10816)[0]
+    assert line.startswith("On this NVIDIA H200, every batch up to 131072 fitted: no wall within the sweep")
+    assert "next doubling, 262144" in line and "None" not in line
+    short = batching.wall_lines(wall, "this GPU", per_sample=10)[0]  # stopped by the count, not by int32
+    assert "2**31" not in short
+
+
+def test_find_wall_lets_other_exceptions_through_and_needs_an_exception_class():
+    def step(batch):
+        raise KeyError("a bug in the step, not the memory")
+
+    with pytest.raises(KeyError):
+        batching.find_wall(step, [8], out_of_memory=MemoryError)
+    with pytest.raises(ValueError, match="out_of_memory"):
+        batching.find_wall(step, [8], out_of_memory="ResourceExhaustedError")
+
+
+def test_wall_lines_say_what_happened_in_each_case():
+    oom = {"peaks": {512: 1e8, 1024: 2e8}, "failed_at": 2048, "out_of_memory": True,
+           "error_type": "ResourceExhaustedError", "error": "OOM when allocating tensor", "loss_after": 2.3}
+    lines = batching.wall_lines(oom, "this Tesla T4")
+    assert lines[0] == ("On this Tesla T4, batch 1024 fitted and batch 2048 raised ResourceExhaustedError: "
+                        "OOM when allocating tensor")
+    assert lines[1].startswith("After catching it, the same process trained a batch of 32 (loss 2.300)")
+    first = batching.wall_lines({**oom, "peaks": {}, "failed_at": 512}, "this P100")[0]
+    assert "batch None" not in first and "the first size tried, batch 512 raised" in first
+    crashed = batching.wall_lines({}, "this A100", child_error="exit code -6: Check failed: cudnnSetTensorNdDescriptor")
+    assert crashed[0].startswith("On this A100 the wall child gave no answer (exit code -6") and len(crashed) == 1
+
+
+def test_prediction_line_compares_with_the_wall_or_with_its_absence():
+    assert "between the last batch" in batching.prediction_line(83956, 65536, 131072)
+    assert "above the measured wall" in batching.prediction_line(300000, 65536, 131072)
+    assert "below the measured wall" in batching.prediction_line(30000, 65536, 131072)
+    assert "agrees with finding no wall" in batching.prediction_line(700000, 131072, None)
+    assert "overestimate" in batching.prediction_line(100000, 131072, None)

@@ -76,3 +76,75 @@ def test_fresh_processes_hide_gpus_split_the_cpu_and_capture_the_placement_log(t
     assert len(out["split"].answer["logical"]) == 2
     assert out["log"].stderr_lines("Executing op"), "placement log lines should be in the captured stderr"
     assert not out["hidden"].stderr_lines("Executing op")
+
+
+# ---------------------------------------------------------------- the device environment of a child
+ENV_PROBE = '''
+import json, os
+print(json.dumps({k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "TF_FORCE_GPU_ALLOW_GROWTH", "KEEP")}))
+'''
+
+
+def test_gpu_env_without_a_gpu_changes_nothing():
+    assert children.gpu_env(None, environ={"CUDA_VISIBLE_DEVICES": "-1"}) == {}
+    assert children.gpu_env(None, environ={}) == {}
+
+
+def test_gpu_env_with_one_gpu_and_no_list_gives_the_index_and_memory_growth():
+    assert children.gpu_env(0, environ={}) == {"CUDA_VISIBLE_DEVICES": "0", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
+    assert children.gpu_env(1, environ={"OTHER": "x"})["CUDA_VISIBLE_DEVICES"] == "1"
+
+
+def test_gpu_env_respects_the_parents_list_of_indices():
+    parent = {"CUDA_VISIBLE_DEVICES": "2,3"}  # a SLURM allocation: this process's GPU:0 is the machine's GPU 2
+    assert children.gpu_env(0, environ=parent)["CUDA_VISIBLE_DEVICES"] == "2"
+    assert children.gpu_env(1, environ=parent)["CUDA_VISIBLE_DEVICES"] == "3"
+    assert children.gpu_env(0, environ={"CUDA_VISIBLE_DEVICES": " 5 , 7"})["CUDA_VISIBLE_DEVICES"] == "5"
+    with pytest.raises(ValueError, match="sees 2 GPU"):
+        children.gpu_env(2, environ=parent)
+
+
+def test_gpu_env_passes_uuids_and_mig_names_as_they_are():
+    uuids = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6,GPU-0c9a1f2e-59b6-4d9e-1b1f-7b2a3c4d5e6f"
+    assert children.gpu_env(1, environ={"CUDA_VISIBLE_DEVICES": uuids})["CUDA_VISIBLE_DEVICES"] == uuids.split(",")[1]
+    mig = "MIG-4b1c2d3e-1111-2222-3333-444455556666"
+    assert children.gpu_env(0, environ={"CUDA_VISIBLE_DEVICES": mig})["CUDA_VISIBLE_DEVICES"] == mig
+
+
+def test_gpu_env_stops_where_cuda_stops_and_refuses_bad_indices():
+    assert children.gpu_env(0, environ={"CUDA_VISIBLE_DEVICES": "1,-1,2"})["CUDA_VISIBLE_DEVICES"] == "1"
+    with pytest.raises(ValueError, match="sees 1 GPU"):
+        children.gpu_env(1, environ={"CUDA_VISIBLE_DEVICES": "1,-1,2"})  # CUDA never sees the 2
+    with pytest.raises(ValueError, match="sees 0 GPU"):
+        children.gpu_env(0, environ={"CUDA_VISIBLE_DEVICES": ""})
+    for bad in (-1, "0", True, 0.0):
+        with pytest.raises(ValueError, match="gpu="):
+            children.gpu_env(bad, environ={})
+
+
+@pytest.mark.parametrize("parent, gpu, visible, growth", [
+    ({}, None, None, None),  # no GPU: the child inherits the parent's (empty) view
+    ({}, 0, "0", "true"),  # one GPU, no list
+    ({"CUDA_VISIBLE_DEVICES": "2,3"}, 0, "2", "true"),  # the parent's entry, not the index
+    ({"CUDA_VISIBLE_DEVICES": "GPU-aaaa,GPU-bbbb"}, 1, "GPU-bbbb", "true"),  # UUIDs
+])
+def test_run_script_gives_each_child_its_device_environment(tmp_path, monkeypatch, parent, gpu, visible, growth):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("TF_FORCE_GPU_ALLOW_GROWTH", raising=False)
+    for key, value in parent.items():
+        monkeypatch.setenv(key, value)
+    script = tmp_path / "env.py"
+    script.write_text(ENV_PROBE)
+    out = children.run_script(script, {"child": {"gpu": gpu, "env": {"KEEP": "1"}}})["child"]
+    assert out.ok, out.error
+    expected_visible = visible if gpu is not None else parent.get("CUDA_VISIBLE_DEVICES")
+    assert out.answer == {"CUDA_VISIBLE_DEVICES": expected_visible, "TF_FORCE_GPU_ALLOW_GROWTH": growth, "KEEP": "1"}
+    if gpu is not None:  # what the child got is on record beside its answer
+        assert out.env["CUDA_VISIBLE_DEVICES"] == visible and out.env["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
+
+
+def test_run_script_refuses_a_device_said_twice(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("print('{}')")
+    with pytest.raises(ValueError, match="keep one"):
+        children.run_script(script, {"x": {"gpu": 0, "env": {"CUDA_VISIBLE_DEVICES": "1"}}})

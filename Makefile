@@ -30,6 +30,7 @@ help:
 	@echo "make test-kaggle run every notebook alone on a Kaggle-like runtime (no google.colab, Kaggle's variables)"
 	@echo "make book       execute every notebook (learner sizes) and render build/book/index.html"
 	@echo "make bench      measure notebook times, make test, the timer and matmul rates: benchmarks/RESULTS.md"
+	@echo "make gpu-check  on a machine with an NVIDIA GPU: every notebook at learner sizes, claims asserted, a report to send"
 	@echo "make doctor     readiness table of this machine (for instructors)"
 	@echo "make lint       ruff on helpers, tests, tools and notebooks"
 	@echo "make strip      strip outputs from notebooks before committing"
@@ -115,3 +116,9 @@ book: $(TEST_STAMP) kernel
 # Measures the course on this machine and writes benchmarks/RESULTS.md (about half an hour on 2 cores).
 bench: $(TEST_STAMP) kernel
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
+
+# On a machine with an NVIDIA GPU: every notebook at learner sizes, its claims asserted, one report to send,
+# benchmarks/gpu-runs/<gpu>-<date>.md and .json (tools/gpu_check.py). Without a GPU it says so and exits 2.
+.PHONY: gpu-check
+gpu-check: $(TEST_STAMP) kernel
+	$(PY) tools/gpu_check.py $(GPU_CHECK_ARGS)

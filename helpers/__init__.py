@@ -26,7 +26,7 @@ Hardware facts, by concern
     ``readiness`` the readiness table of notebook 00 and ``make doctor``
 Topic modules, one per notebook that needs one
     ``nn`` (01), ``placement`` (02), ``timing`` (03), ``pipelines`` (04), ``batching`` (05), ``precision`` (06),
-    ``distribute`` (07), ``cluster`` (08), ``gpus`` (09)
+    ``distribute`` (07), ``cluster`` and ``netns`` (08, its workers' private network), ``gpus`` (09)
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from helpers import (  # noqa: E402  (the variables above must be set first)
     flops,
     gpus,
     monitor,
+    netns,
     nn,
     nvml,
     params,
@@ -85,6 +86,7 @@ __all__ = [
     "flops",
     "gpus",
     "monitor",
+    "netns",
     "nn",
     "nvml",
     "params",

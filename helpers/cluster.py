@@ -5,11 +5,13 @@ manager and the validators' calls stay on the notebook's page. Here live
 
 * the notebook's limit on ``N_WORKERS`` (:func:`max_workers`, :func:`check_workers`);
 * ports and ``TF_CONFIG`` (:func:`free_ports`, :func:`port_is_free`, :func:`tf_config`) and how
-  workers share the machine's GPUs (:func:`worker_devices`);
+  workers share the GPUs this kernel may use, its own ``CUDA_VISIBLE_DEVICES`` included
+  (:func:`visible_gpus`, :func:`worker_devices`);
 * :class:`LocalCluster`, which starts one worker process per ``TF_CONFIG``, waits for a line in a
   worker's log, kills a worker with SIGKILL, and stops every worker however its ``with`` block ends
   (a failed cell, an interrupted kernel, the end of the kernel): every wait is bounded, because a
-  worker whose peers are gone can wait for them for ever and ignore SIGTERM;
+  worker whose peers are gone can wait for them for ever and ignore SIGTERM; given a
+  :class:`helpers.netns.PrivateNetwork`, it starts every worker inside that network;
 * readable logs (:func:`readable_log`) and the JSON lines a worker prints (:func:`json_lines`);
 * the Kubernetes manifests (:func:`indexed_job`, :func:`tfjob`, :func:`to_yaml`), the Kubeflow
   ``TFJob`` schema shipped in ``data/`` (:func:`load_tfjob_crd`, :func:`crd_schema`,
@@ -35,6 +37,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 from helpers import children, colab, data, params
@@ -166,39 +169,87 @@ def tf_config(hosts: Sequence[str], index: int, task_type: str = "worker") -> di
     return {"cluster": {task_type: hosts}, "task": {"type": task_type, "index": index}}
 
 
-def worker_devices(gpu_count: int, n_workers: int) -> tuple[list[dict[str, str]], str, str]:
-    """Each worker's environment, the all-reduce implementation, and a sentence that says why.
+def visible_gpus(gpu_count: int, parent: str | None) -> list[str]:
+    """The GPUs this kernel may hand to its workers, as ``CUDA_VISIBLE_DEVICES`` entries.
 
-    * ``gpu_count >= n_workers``: one GPU per worker (``CUDA_VISIBLE_DEVICES=i``) and NCCL, as on a
-      GPU cluster.
-    * fewer GPUs: every worker shares GPU 0 with memory growth on; NCCL wants one GPU per worker,
-      so the all-reduce goes through RING (gRPC).
-    * no GPU: every worker trains on its CPU; RING.
+    `parent` is this process's own ``CUDA_VISIBLE_DEVICES`` (None: unset), which a scheduler such
+    as Slurm sets to the GPUs it gave the job (``"2,3"``), by index, by ``GPU-<uuid>`` or by
+    ``MIG-<uuid>``. CUDA reads the list up to its first invalid entry (``"-1"`` hides every GPU),
+    so the GPUs TensorFlow counts (`gpu_count`) are the first entries. A CUDA process enumerates
+    only one MIG device, so TensorFlow counts 1 whatever the list holds; each worker, a process of
+    its own, can still use one MIG device of the list.
 
     Example:
-        >>> envs, collective, _ = worker_devices(0, 2)
-        >>> envs, collective
-        ([{}, {}], 'RING')
-        >>> worker_devices(2, 2)[:2]
-        ([{'CUDA_VISIBLE_DEVICES': '0'}, {'CUDA_VISIBLE_DEVICES': '1'}], 'NCCL')
+        >>> visible_gpus(2, None), visible_gpus(2, "2,3"), visible_gpus(0, "2,3"), visible_gpus(1, "MIG-a,MIG-b")
+        (['0', '1'], ['2', '3'], [], ['MIG-a', 'MIG-b'])
     """
-    if not isinstance(gpu_count, int) or gpu_count < 0:
+    if not isinstance(gpu_count, int) or isinstance(gpu_count, bool) or gpu_count < 0:
         raise ValueError(f"gpu_count={gpu_count!r}: use an integer >= 0.")
-    if not isinstance(n_workers, int) or n_workers < 1:
+    if parent is not None and not isinstance(parent, str):
+        raise ValueError(f"parent={parent!r}: use the text of CUDA_VISIBLE_DEVICES, or None when it is unset.")
+    if gpu_count == 0:
+        return []
+    if parent is None:
+        return [str(i) for i in range(gpu_count)]
+    entries = []
+    for entry in (e.strip() for e in parent.split(",")):
+        if not entry or entry.startswith("-"):  # CUDA stops at the first invalid entry
+            break
+        entries.append(entry)
+    if entries and all(e.startswith("MIG-") for e in entries):
+        return entries
+    return entries[:gpu_count]
+
+
+def worker_devices(gpu_count: int, n_workers: int, parent: str | None | EllipsisType = ...
+                   ) -> tuple[list[dict[str, str]], str, str]:
+    """Each worker's environment, the all-reduce implementation, and a sentence that says why.
+
+    Worker ``i`` gets entry ``i`` of :func:`visible_gpus` (this kernel's own ``CUDA_VISIBLE_DEVICES``
+    when one is set, such as Slurm's ``2,3``; `parent` defaults to it, None means unset):
+
+    * as many GPUs as workers or more: one GPU per worker and NCCL, as on a GPU cluster (RING for
+      MIG devices, which cannot talk to each other directly: no CUDA IPC between MIG instances);
+    * fewer: the workers take the GPUs in turn (worker ``i`` gets GPU ``i mod count``), with memory
+      growth on; NCCL wants one GPU per worker, so the all-reduce goes through RING (gRPC);
+    * no GPU: every worker trains on its CPU (``CUDA_VISIBLE_DEVICES=-1``, like this kernel); RING.
+
+    Example:
+        >>> envs, collective, _ = worker_devices(0, 2, parent=None)
+        >>> envs, collective
+        ([{'CUDA_VISIBLE_DEVICES': '-1'}, {'CUDA_VISIBLE_DEVICES': '-1'}], 'RING')
+        >>> worker_devices(2, 2, parent="2,3")[:2]
+        ([{'CUDA_VISIBLE_DEVICES': '2'}, {'CUDA_VISIBLE_DEVICES': '3'}], 'NCCL')
+    """
+    if not isinstance(n_workers, int) or isinstance(n_workers, bool) or n_workers < 1:
         raise ValueError(f"n_workers={n_workers!r}: use an integer >= 1.")
-    if gpu_count >= n_workers:
-        return ([{"CUDA_VISIBLE_DEVICES": str(i)} for i in range(n_workers)], "NCCL",
-                f"Each of the {n_workers} workers gets its own GPU (CUDA_VISIBLE_DEVICES=0 to {n_workers - 1}) and "
-                "the workers add up their gradients with NCCL, as on a GPU cluster.")
-    if gpu_count:
-        return ([{"CUDA_VISIBLE_DEVICES": "0", "TF_FORCE_GPU_ALLOW_GROWTH": "true"} for _ in range(n_workers)],
-                "RING",
-                f"The {n_workers} workers share GPU 0 ({gpu_count} GPU(s) for {n_workers} workers), each taking only "
-                "the memory it needs (memory growth). NCCL wants one GPU per worker, so the gradients travel "
-                "through RING, TensorFlow's all-reduce over gRPC.")
-    return ([{} for _ in range(n_workers)], "RING",
-            f"No GPU: each of the {n_workers} workers trains on the CPU, and the gradients travel through RING, "
-            "TensorFlow's all-reduce over gRPC (what machines without a fast GPU interconnect use too).")
+    if parent is ...:
+        parent = os.environ.get("CUDA_VISIBLE_DEVICES")
+    gpus = visible_gpus(gpu_count, parent)
+    source = "" if parent is None else f", from this kernel's CUDA_VISIBLE_DEVICES={parent}"
+    if not gpus:
+        return ([{"CUDA_VISIBLE_DEVICES": "-1"} for _ in range(n_workers)], "RING",
+                f"No GPU: each of the {n_workers} workers trains on the CPU, and the gradients travel through RING, "
+                "TensorFlow's all-reduce over gRPC (what machines without a fast GPU interconnect use too).")
+    chosen = [gpus[i % len(gpus)] for i in range(n_workers)]
+    listed = ", ".join(chosen)
+    if len(gpus) >= n_workers:
+        envs = [{"CUDA_VISIBLE_DEVICES": gpu} for gpu in chosen]
+        if chosen[0].startswith("MIG-"):
+            return (envs, "RING",
+                    f"Each of the {n_workers} workers gets its own MIG device (CUDA_VISIBLE_DEVICES={listed}, one "
+                    f"entry per worker{source}). MIG devices cannot reach each other's memory directly, so the "
+                    "gradients travel through RING, TensorFlow's all-reduce over gRPC.")
+        return (envs, "NCCL",
+                f"Each of the {n_workers} workers gets its own GPU (CUDA_VISIBLE_DEVICES={listed}, one entry per worker"
+                f"{source}) "
+                "and the workers add up their gradients with NCCL, as on a GPU cluster.")
+    envs = [{"CUDA_VISIBLE_DEVICES": gpu, "TF_FORCE_GPU_ALLOW_GROWTH": "true"} for gpu in chosen]
+    shared = (f"one GPU (CUDA_VISIBLE_DEVICES={gpus[0]} for each{source})" if len(gpus) == 1 else
+              f"{len(gpus)} GPUs, taking them in turn (CUDA_VISIBLE_DEVICES={listed}{source})")
+    return (envs, "RING",
+            f"The {n_workers} workers share {shared}, each taking only the memory it needs (memory growth). NCCL "
+            "wants one GPU per worker, so the gradients travel through RING, TensorFlow's all-reduce over gRPC.")
 
 
 # --------------------------------------------------------------------------- worker processes
@@ -206,17 +257,31 @@ def worker_devices(gpu_count: int, n_workers: int) -> tuple[list[dict[str, str]]
 _LIVE: set[LocalCluster] = set()
 _LIVE_LOCK = threading.Lock()
 
-# Linux: the worker gets SIGKILL when the process that started it dies, even by SIGKILL (a killed or
-# restarted kernel), through prctl(PR_SET_PDEATHSIG); then the launcher becomes the worker (execv).
+# Linux: first the launcher enters the workers' private network when it is given one (setns on the
+# namespace file descriptors it inherits; it refuses to start the worker if that fails). Then the worker
+# gets SIGKILL when the process that started it dies, even by SIGKILL (a killed or restarted kernel),
+# through prctl(PR_SET_PDEATHSIG), when that process started it from its main thread; then the launcher
+# becomes the worker (execv).
 _LAUNCHER = """import ctypes, os, signal, sys
-try:
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
-except (OSError, AttributeError):
-    pass
-if os.getppid() != int(sys.argv[1]):
-    sys.exit(0)
-os.execv(sys.argv[2], sys.argv[2:])
+libc = ctypes.CDLL(None, use_errno=True)
+parent, watch, args = int(sys.argv[1]), sys.argv[2] == "1", sys.argv[3:]
+while args and args[0].startswith("--setns="):
+    kind, fd = args.pop(0)[len("--setns="):].split(":")
+    if libc.setns(int(fd), {"user": 0x10000000, "net": 0x40000000}[kind]) != 0:
+        print(f"launcher: could not enter the workers' private network ({kind}): "
+              f"{os.strerror(ctypes.get_errno())}. The worker does not start.", flush=True)
+        sys.exit(70)
+    os.close(int(fd))
+if watch:
+    try:
+        libc.prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        sys.exit(0)
+os.execv(args[0], args)
 """
+LAUNCH_FAILED = 70  # the launcher's exit code when it cannot enter the private network
 
 
 def _stop_all() -> None:
@@ -262,6 +327,9 @@ class LocalCluster:
         args: command-line arguments for every worker (each converted with ``str``).
         env: extra environment, one dict for all workers or one per worker.
         log_dir: folder for ``worker-<i>.log`` (created; earlier logs are overwritten).
+        network: a :class:`helpers.netns.PrivateNetwork` every worker runs in. None, or one that could
+            not be made (print its warning first), starts them on this machine's network; a closed one is
+            refused.
 
     Example:
         >>> import pathlib, tempfile
@@ -275,7 +343,8 @@ class LocalCluster:
 
     def __init__(self, script: str | os.PathLike[str], tf_configs: Sequence[Mapping[str, Any] | None],
                  args: Sequence[Any] = (), env: Mapping[str, str] | Sequence[Mapping[str, str]] | None = None,
-                 log_dir: str | os.PathLike[str] | None = None, python: str | None = None) -> None:
+                 log_dir: str | os.PathLike[str] | None = None, python: str | None = None,
+                 network: Any = None) -> None:
         self.script = Path(script)
         if not self.script.is_file():
             raise ValueError(f"script={str(script)!r}: no such file. Write it first (for example with %%writefile).")
@@ -294,6 +363,10 @@ class LocalCluster:
                                  "dict for all, or one per worker.")
         self.log_dir = Path(log_dir) if log_dir is not None else self.script.parent / "logs"
         self.python = python or sys.executable
+        if network is not None and network.closed:
+            raise ValueError("network is closed: its namespace may be gone. Make a new helpers.netns.PrivateNetwork "
+                             "and print its reading() before the workers start.")
+        self.network = network if network is not None and network.private else None
         self.procs: list[subprocess.Popen] = []
         self.started: list[float] = []  # each process's creation time (psutil), to tell it from a reused pid
         self.how_ended: dict[int, str] = {}
@@ -308,7 +381,10 @@ class LocalCluster:
         if self.procs:
             raise RuntimeError("this cluster has started already: make a new LocalCluster to run again.")
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        linux = sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread()
+        linux = sys.platform.startswith("linux")
+        watch = linux and threading.current_thread() is threading.main_thread()
+        setns = self.network.setns_args() if self.network is not None else []
+        fds = tuple(int(a.rsplit(":", 1)[1]) for a in setns)
         with _LIVE_LOCK:
             _LIVE.add(self)
         try:
@@ -316,12 +392,12 @@ class LocalCluster:
                 overrides: dict[str, str | None] = {"PYTHONUNBUFFERED": "1", **extra}
                 overrides["TF_CONFIG"] = None if config is None else json.dumps(config)
                 command = [self.python, str(self.script), *self.args]
-                if linux:
-                    command = [self.python, "-c", _LAUNCHER, str(os.getpid()), *command]
+                if watch or setns:
+                    command = [self.python, "-c", _LAUNCHER, str(os.getpid()), "1" if watch else "0", *setns, *command]
                 with open(self.log_path(index), "wb") as log:
                     proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                             env=children.child_environ(overrides), cwd=str(ROOT),
-                                            start_new_session=True)
+                                            start_new_session=True, pass_fds=fds)
                 self.procs.append(proc)
                 try:
                     self.started.append(psutil.Process(proc.pid).create_time())
@@ -400,6 +476,17 @@ class LocalCluster:
     @property
     def pids(self) -> list[int]:
         return [proc.pid for proc in self.procs]
+
+    @property
+    def ports(self) -> list[int]:
+        """The port each worker's server listens on, read from its ``TF_CONFIG`` (workers without one: none)."""
+        found = []
+        for config in self.tf_configs:
+            if config and "cluster" in config and "task" in config:
+                task = config["task"]
+                host = config["cluster"][task["type"]][task["index"]]
+                found.append(int(str(host).rsplit(":", 1)[1]))
+        return found
 
     @property
     def processes(self) -> list[dict[str, float]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -82,21 +83,61 @@ def test_tf_config_and_its_errors():
             cluster.tf_config(hosts, index)
 
 
-@pytest.mark.parametrize("gpus, workers, collective, env0, env1", [
-    (0, 2, "RING", {}, {}),
-    (1, 2, "RING", {"CUDA_VISIBLE_DEVICES": "0", "TF_FORCE_GPU_ALLOW_GROWTH": "true"},
-     {"CUDA_VISIBLE_DEVICES": "0", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}),
-    (2, 2, "NCCL", {"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "1"}),
-    (8, 2, "NCCL", {"CUDA_VISIBLE_DEVICES": "0"}, {"CUDA_VISIBLE_DEVICES": "1"}),
-    (2, 3, "RING", {"CUDA_VISIBLE_DEVICES": "0", "TF_FORCE_GPU_ALLOW_GROWTH": "true"},
-     {"CUDA_VISIBLE_DEVICES": "0", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}),
+GROW = {"TF_FORCE_GPU_ALLOW_GROWTH": "true"}
+
+
+@pytest.mark.parametrize("gpus, workers, parent, collective, devices", [
+    (0, 2, None, "RING", ["-1", "-1"]),  # CPU only: the workers see no GPU either
+    (0, 2, "2,3", "RING", ["-1", "-1"]),  # CPU-only TensorFlow under a scheduler that listed GPUs
+    (0, 2, "", "RING", ["-1", "-1"]),
+    (0, 2, "-1", "RING", ["-1", "-1"]),
+    (1, 2, None, "RING", ["0", "0"]),
+    (1, 2, "0", "RING", ["0", "0"]),
+    (1, 2, "3", "RING", ["3", "3"]),  # one GPU, number 3 of the machine: never GPU 0
+    (2, 2, None, "NCCL", ["0", "1"]),
+    (8, 2, None, "NCCL", ["0", "1"]),
+    (2, 2, "2,3", "NCCL", ["2", "3"]),  # Slurm gave this job GPUs 2 and 3
+    (2, 2, "GPU-aaa,GPU-bbb", "NCCL", ["GPU-aaa", "GPU-bbb"]),
+    (2, 2, " 2, 3 ", "NCCL", ["2", "3"]),
+    (2, 3, "2,3", "RING", ["2", "3", "2"]),  # fewer GPUs than workers: in turn
+    (2, 3, None, "RING", ["0", "1", "0"]),
+    (1, 2, "MIG-aaa,MIG-bbb", "RING", ["MIG-aaa", "MIG-bbb"]),  # TensorFlow counts 1; each worker gets one
+    (1, 2, "MIG-aaa", "RING", ["MIG-aaa", "MIG-aaa"]),
+    (2, 2, "0,1,-1,2", "NCCL", ["0", "1"]),  # CUDA stops at the first invalid entry
 ])
-def test_worker_devices_for_every_gpu_count(gpus, workers, collective, env0, env1):
-    envs, chosen, reading = cluster.worker_devices(gpus, workers)
-    assert len(envs) == workers and chosen == collective and envs[0] == env0 and envs[1] == env1
+def test_worker_devices_give_worker_i_entry_i_of_the_parents_list(gpus, workers, parent, collective, devices):
+    envs, chosen, reading = cluster.worker_devices(gpus, workers, parent=parent)
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == devices and chosen == collective
+    shared = len(set(devices)) < workers and devices[0] != "-1"
+    assert all(("TF_FORCE_GPU_ALLOW_GROWTH" in e) == shared for e in envs)
     assert ("its own GPU" in reading) == (collective == "NCCL")
-    assert ("share GPU 0" in reading) == (0 < gpus < workers)
-    assert ("No GPU" in reading) == (gpus == 0)
+    assert (f"The {workers} workers share" in reading) == shared
+    assert ("No GPU" in reading) == (devices[0] == "-1")
+    assert (f"from this kernel's CUDA_VISIBLE_DEVICES={parent}" in reading) == (parent is not None and gpus > 0)
+
+
+@pytest.mark.parametrize("parent, devices", [(None, ["0", "1"]), ("2,3", ["2", "3"]), ("GPU-aaa,GPU-bbb",
+                                                                                        ["GPU-aaa", "GPU-bbb"])])
+def test_worker_devices_read_this_kernels_cuda_visible_devices_by_default(monkeypatch, parent, devices):
+    if parent is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", parent)
+    envs, collective, _ = cluster.worker_devices(2, 2)
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == devices and collective == "NCCL"
+
+
+def test_visible_gpus_and_bad_arguments():
+    assert cluster.visible_gpus(2, None) == ["0", "1"]
+    assert cluster.visible_gpus(1, "2,3") == ["2"]  # TensorFlow counts the first: the others were invalid
+    assert cluster.visible_gpus(3, "") == [] and cluster.visible_gpus(3, "-1") == []
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="gpu_count="):
+            cluster.visible_gpus(bad, None)
+    with pytest.raises(ValueError, match="parent="):
+        cluster.visible_gpus(1, 3)
+    with pytest.raises(ValueError, match="n_workers="):
+        cluster.worker_devices(1, 0, parent=None)
 
 
 # --------------------------------------------------------------------------- worker processes
@@ -529,9 +570,19 @@ def test_the_worker_script_in_the_notebook_is_the_one_the_dockerfile_runs():
 
     nb = nbformat.read(cluster.ROOT / "notebooks" / "08_gpu_clusters.ipynb", as_version=4)
     parts = [c.source for c in nb.cells if c.cell_type == "code" and "{scratch}/worker.py" in c.source.split("\n")[0]]
-    assert parts[0].startswith("%%writefile {scratch}/worker.py") and len(parts) == 4
-    assert all(p.startswith("%%writefile -a {scratch}/worker.py") for p in parts[1:])
+    assert parts[0].startswith('%%writefile "{scratch}/worker.py"') and len(parts) == 4
+    assert all(p.startswith('%%writefile -a "{scratch}/worker.py"') for p in parts[1:])
     script = "\n".join(p.split("\n", 1)[1] for p in parts)
     compile(script, "worker.py", "exec")
     assert "JOB_COMPLETION_INDEX" in script and "WORKER_HOSTS" in script and "AutoShardPolicy.DATA" in script
     assert json.dumps({"a": 1})  # the script prints JSON lines that json_lines reads
+
+
+def test_every_compile_in_the_notebook_says_jit_compile_false():
+    """The course's compile mode: the same program on CPU and GPU, never Keras' "auto" (XLA on a GPU only)."""
+    import nbformat
+
+    nb = nbformat.read(cluster.ROOT / "notebooks" / "08_gpu_clusters.ipynb", as_version=4)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    calls = re.findall(r"\.compile\((.*?)\)\s*(?:#|\n)", code, flags=re.S)
+    assert calls and all("jit_compile=False" in call for call in calls), calls

@@ -10,7 +10,10 @@ KEYS = ("gpu_count", "workers", "epochs", "collective", "worker_devices", "kille
         "optimizer_step", "final_epoch", "losses", "weights_checksums", "run_1", "run_2", "in_kernel_strategy",
         "backup_and_restore", "manifest_valid", "manifest_report", "manifest_errors", "lenient_errors",
         "dockerfile_problems", "dockerfile_careless_problems", "worker_processes", "workers_alive",
-        "leftover_children", "ports", "ports_busy", "exercises_solved")
+        "leftover_children", "ports", "ports_busy", "network", "exercises_solved")
+
+PRIVATE = "The workers run in a private network"
+WARNING = "Warning: the workers' gRPC servers will listen on every network interface"
 
 
 def check(run) -> None:
@@ -34,6 +37,27 @@ def _nothing_left_running(r) -> None:
         pids = {w["pid"] for w in r["worker_processes"]}
         owners = {c.pid for c in psutil.net_connections(kind="tcp") if c.laddr and c.laddr.port in held}
         assert not owners & pids, f"workers still hold ports {held}"
+
+
+def _workers_kept_private(run) -> None:
+    """Measured while each run's workers listened: in a private network none of their ports listens beyond
+    loopback as this kernel sees its network, and inside it every one does; without one, a warning came first."""
+    r = run.results
+    net, text = r["network"], run.outputs_text()
+    assert net["mode"] in ("netns", "userns", None), net
+    assert len(net["exposure"]) == 2, net
+    for found, hosts in zip(net["exposure"], (r["ports"][:r["workers"]], r["ports"][r["workers"]:]), strict=True):
+        assert found["ports"] == sorted(hosts), (found, hosts)
+        if net["mode"]:
+            assert found["exposed"] == [], f"worker ports reachable from the network: {found}"
+            assert found["inside"] == found["ports"], f"the check did not see the workers listen: {found}"
+    reading = PRIVATE if net["mode"] else WARNING
+    assert reading in text, f"the page does not say how the workers' ports are kept private: {net}"
+    if net["mode"]:
+        assert net["interfaces"] == ["lo"], net
+        assert WARNING not in text and f"none of the {r['workers']} worker ports listens beyond loopback" in text
+    if "worker 0 (pid" in text:  # the reading (or the warning) comes before the first worker starts
+        assert text.index(reading) < text.index("worker 0 (pid"), "the network reading comes after the workers"
 
 
 def shared(run) -> None:
@@ -91,6 +115,7 @@ def shared(run) -> None:
     assert len(r["dockerfile_careless_problems"]) >= 3, r["dockerfile_careless_problems"]
 
     _nothing_left_running(r)
+    _workers_kept_private(run)
 
     text = run.outputs_text()
     assert f"died halfway through epoch {killed}" in text
@@ -109,10 +134,11 @@ def on_cpu(run) -> None:
 
 def on_gpu(run) -> None:
     r = run.results
+    text = run.outputs_text()
     assert all("/device:GPU:" in d[0] for d in r["worker_devices"]), r["worker_devices"]
-    if r["gpu_count"] >= r["workers"]:
-        assert r["collective"] == "NCCL", r["collective"]
-        assert "gets its own GPU" in run.outputs_text()
-    else:
+    if r["collective"] == "NCCL":  # one GPU per worker, entry i of the kernel's CUDA_VISIBLE_DEVICES
+        assert r["gpu_count"] >= r["workers"], r
+        assert "gets its own GPU" in text
+    else:  # fewer GPUs than workers, shared in turn, or one MIG device per worker
         assert r["collective"] == "RING", r["collective"]
-        assert "share GPU 0" in run.outputs_text()
+        assert f"The {r['workers']} workers share" in text or "gets its own MIG device" in text

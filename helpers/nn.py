@@ -8,16 +8,53 @@ The backward pass itself is written on the notebook's page; this module keeps th
   plain or residual, and the size of the gradient at each layer.
 * :func:`wide_mlp` and :func:`fit_and_score` ("Overfitting"): a network built to overfit, trained
   and scored. FLOP counting is in :mod:`helpers.flops`.
+* :func:`tf32_off` ("A neuron and a layer are matrix products"): full float32 for the Dense vs NumPy
+  comparison on GPUs that would otherwise round the inputs to TF32.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 PARAM_NAMES = ("W1", "b1", "W2", "b2")
 ACTIVATIONS = ("relu", "sigmoid", "tanh")
+
+
+# Largest |Keras Dense - NumPy| notebook 01 accepts. In float32 both sides differ by rounding only: at most
+# 9.5e-7 over seeds 0-4 on the course's 32 x 784 batch. With TF32 (float32 inputs rounded to a 10-bit
+# mantissa, the default on GPUs of compute capability 8.0 and up) the same comparison differs by 6.4e-4 to
+# 7.4e-4 (simulated, tests/test_tf32.py), so this bound holds only with TF32 off.
+DENSE_TOLERANCE = 2e-5
+
+
+@contextlib.contextmanager
+def tf32_off(tf: Any | None = None) -> Iterator[None]:
+    """Run the block with TF32 off, then put TensorFlow's TF32 setting back as it was, even after an error.
+
+    ``tf.config.experimental.enable_tensor_float_32_execution(False)``: on GPUs of compute capability 8.0
+    and up, float32 matmuls and convolutions then keep full float32 precision (on others it changes nothing).
+
+    Example:
+        >>> from helpers import env
+        >>> tf = env.tensorflow()
+        >>> with tf32_off(tf):
+        ...     tf.config.experimental.tensor_float_32_execution_enabled()
+        False
+    """
+    if tf is None:
+        from helpers import env
+
+        tf = env.tensorflow()
+    before = tf.config.experimental.tensor_float_32_execution_enabled()
+    tf.config.experimental.enable_tensor_float_32_execution(False)
+    try:
+        yield
+    finally:
+        tf.config.experimental.enable_tensor_float_32_execution(before)
 
 
 # --------------------------------------------------------------------------- two-layer net
@@ -134,7 +171,8 @@ def wide_mlp(dropout: float = 0.0, l2: float = 0.0, width: int = 512, n_in: int 
             layers.append(keras.layers.Dropout(dropout))
     model = keras.Sequential(layers + [keras.layers.Dense(n_out)])
     model.compile(optimizer=keras.optimizers.Adam(0.001), metrics=["accuracy"],
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=False)  # the same program on CPU and GPU: Keras turns XLA on by itself only on a GPU
     return model
 
 

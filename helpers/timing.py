@@ -278,29 +278,52 @@ BUSY_SPREAD = 0.5  # IQR / median above this: the machine was busy during the re
 FALL = 0.8  # a larger size below this share of a smaller size's rate: the curve falls
 
 
-def async_reading(times: Mapping[str, Sequence[float]]) -> list[str]:
-    """The reading of the asynchronous demo: each wait against its own naive reading, and why those vary.
+def async_reading(times: Mapping[str, Sequence[float]], synced: str, host_queue: Sequence[str] = (),
+                  device: str = "CPU") -> list[str]:
+    """The reading of the asynchronous demo: each wait against its own naive reading, and what each one waited for.
 
     Args:
         times: ``{wait: (seconds when the calls returned, seconds after the wait)}``, one row per wait,
-            each timing the same calls.
+            each timing the same calls from an idle device.
+        synced: the row that waits for the device itself (``sync_devices()``): the reference.
+        host_queue: rows that wait only for TensorFlow's host-side queue (``context.async_wait()``),
+            which on a GPU can return while kernels still run.
+        device: ``"CPU"`` or ``"GPU"``: where the calls ran.
 
     Example:
-        >>> async_reading({"a": (0.001, 0.05), "b": (0.01, 0.05)})[1]
-        'After each wait the clock read 5x to 50x its own naive reading (a: 50x, b: 5x): each one waited for the work.'
+        >>> async_reading({"sync": (0.001, 0.05), "numpy": (0.01, 0.05)}, synced="sync")[1][:72]
+        'After each wait for the device the clock read 5x to 50x its own naive re'
     """
     if not times:
         raise ValueError("times is empty: pass {wait: (naive seconds, waited seconds)}.")
     if any(len(t) != 2 or not 0 < t[0] <= t[1] for t in times.values()):
         raise ValueError(f"times={dict(times)!r}: each row is (naive seconds, waited seconds), 0 < naive <= waited.")
-    (first, (naive, waited)), *_ = times.items()
-    ratios = {wait: w / n for wait, (n, w) in times.items()}
+    if synced not in times or synced in host_queue or not set(host_queue) <= set(times):
+        raise ValueError(f"synced={synced!r}, host_queue={list(host_queue)!r}: name rows of times ({list(times)}); "
+                         "synced is the row that waits for the device, not one of host_queue.")
+    if device not in ("CPU", "GPU"):
+        raise ValueError(f"device={device!r}: use 'CPU' or 'GPU'.")
+    naive, waited = times[synced]
+    waiting = {wait: w / n for wait, (n, w) in times.items() if wait not in host_queue}
     naives = [n for n, _ in times.values()]
     lines = [f"Reading: the naive timer read {naive * 1e3:.3g} ms for work that took {waited * 1e3:,.0f} ms "
-             f"({first}): {waited / naive:,.0f}x too short.",
-             f"After each wait the clock read {min(ratios.values()):,.0f}x to {max(ratios.values()):,.0f}x its own "
-             "naive reading (" + ", ".join(f"{wait}: {r:,.0f}x" for wait, r in ratios.items())
-             + "): each one waited for the work."]
+             f"({synced}): {waited / naive:,.0f}x too short.",
+             f"After each wait for the device the clock read {min(waiting.values()):,.0f}x to "
+             f"{max(waiting.values()):,.0f}x its own naive reading ("
+             + ", ".join(f"{wait}: {r:,.0f}x" for wait, r in waiting.items()) + "): each waited for the work."]
+    for wait in host_queue:
+        host = times[wait][1]
+        read = f"{wait} read {host * 1e3:,.1f} ms against {waited * 1e3:,.1f} ms for {synced}"
+        if device == "CPU":
+            why = ("on a CPU that queue runs the ops themselves, so an empty queue means finished work. On a GPU it "
+                   "empties once the kernels are queued on the GPU, which may still be running them.")
+        elif host < 0.8 * waited:
+            why = ("on this GPU it returned once the kernels were queued on the GPU, while the GPU was still running "
+                   "them. It does not wait for the device: use sync_devices() or .numpy().")
+        else:
+            why = ("here the GPU had finished the kernels by the time the queue was empty, but nothing made it wait "
+                   "for them: on a GPU it can return while kernels still run. Use sync_devices() or .numpy().")
+        lines.append(f"{read}: it waits only for TensorFlow's host-side queue of pending ops; {why}")
     if len(naives) > 1 and max(naives) > 1.5 * min(naives):
         lines.append(f"The naive readings of the same calls range from {min(naives) * 1e3:.3g} to "
                      f"{max(naives) * 1e3:.3g} ms: they time the dispatch (handing each call to TensorFlow's queue), "

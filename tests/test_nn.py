@@ -67,3 +67,10 @@ def test_fit_and_score_returns_curves_per_epoch_and_final_accuracies():
                                                     epochs=2, batch_size=20)
     assert len(curves["train"]) == len(curves["validation"]) == 2
     assert 0 <= train_acc <= 1 and 0 <= val_acc <= 1
+
+
+def test_wide_mlp_compiles_without_xla_even_where_auto_would_turn_it_on(monkeypatch):
+    from keras.src.trainers import trainer
+
+    monkeypatch.setattr(trainer.Trainer, "_resolve_auto_jit_compile", lambda self: True)  # as on a GPU machine
+    assert nn.wide_mlp().jit_compile is False

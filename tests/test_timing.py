@@ -172,25 +172,47 @@ def test_bound_peak_names_a_matrix_unit_the_peak_does_not_count():
     assert "Apple's AMX" in source and "Intel's AMX" in source and "clock" in source
 
 
+SYNCED, HOST = "sync_devices()", "context.async_wait() (host queue only)"
+
+
 def test_async_reading_compares_each_wait_with_its_own_naive_reading():
-    times = {"context.async_wait()": (0.00053, 0.627), ".numpy() on each result": (0.00203, 0.64),
-             "sync_devices()": (0.0193, 2.4)}
-    first, per_row, why = timing.async_reading(times)
-    assert "0.53 ms" in first and "1,183x too short" in first
-    assert "124x to 1,183x its own naive reading" in per_row  # 2.4 / 0.0193, not 2.4 / 0.00053
+    times = {SYNCED: (0.0193, 2.4), ".numpy() on each result": (0.00203, 0.64), HOST: (0.00053, 0.627)}
+    first, per_row, host, why = timing.async_reading(times, synced=SYNCED, host_queue=[HOST])
+    assert "19.3 ms for work that took 2,400 ms (sync_devices()): 124x too short" in first
+    assert "124x to 315x its own naive reading" in per_row  # 2.4 / 0.0193, not 2.4 / 0.00053
     assert "sync_devices(): 124x" in per_row and ".numpy() on each result: 315x" in per_row
+    assert HOST not in per_row, "a host-queue wait is not one that waited for the work"
+    assert "host-side queue" in host and "on a CPU that queue runs the ops themselves" in host
     assert "0.53 to 19.3 ms" in why and "dispatch" in why and "not the work" in why
 
 
+def test_async_reading_on_a_gpu_says_a_host_queue_wait_did_not_wait_for_the_kernels():
+    # A GPU run: async_wait() returned once the kernels were queued, long before the GPU finished them.
+    times = {SYNCED: (0.0011, 0.040), ".numpy() on each result": (0.0012, 0.041), HOST: (0.0010, 0.0016)}
+    lines = timing.async_reading(times, synced=SYNCED, host_queue=[HOST], device="GPU")
+    text = "\n".join(lines)
+    assert "each waited for the work" in lines[1] and HOST not in lines[1]
+    assert f"{HOST} read 1.6 ms against 40.0 ms for sync_devices()" in text
+    assert "while the GPU was still running them" in text and "does not wait for the device" in text
+    close = timing.async_reading({SYNCED: (0.001, 0.040), HOST: (0.001, 0.039)}, SYNCED, [HOST], device="GPU")
+    assert "nothing made it wait" in close[-1] and "can return while kernels still run" in close[-1]
+
+
 def test_async_reading_says_nothing_about_naive_readings_that_agree():
-    lines = timing.async_reading({"a": (0.0010, 0.05), "b": (0.0012, 0.05)})
+    lines = timing.async_reading({"a": (0.0010, 0.05), "b": (0.0012, 0.05)}, synced="a")
     assert len(lines) == 2 and "42x to 50x" in lines[1]
 
 
 @pytest.mark.parametrize("bad", [{}, {"a": (0.0, 1.0)}, {"a": (2.0, 1.0)}, {"a": (1.0,)}])
 def test_async_reading_refuses_bad_times(bad):
     with pytest.raises(ValueError, match="times"):
-        timing.async_reading(bad)
+        timing.async_reading(bad, synced="a")
+
+
+@pytest.mark.parametrize("synced, host", [("z", ()), ("a", ["a"]), ("a", ["c"])])
+def test_async_reading_refuses_rows_it_does_not_have(synced, host):
+    with pytest.raises(ValueError, match="synced="):
+        timing.async_reading({"a": (0.001, 0.05), "b": (0.001, 0.05)}, synced, host)
 
 
 def test_noise_reading_is_steady_when_spreads_are_small_and_curves_rise():

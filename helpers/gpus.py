@@ -7,7 +7,8 @@ CPU. This module holds the arithmetic and the tables:
 * :func:`lookup` finds a GPU of ``data/gpu_specs.csv`` by the name TensorFlow or NVML reports
   (``"NVIDIA A100-SXM4-80GB"``, ``"Tesla T4"``), or says plainly that it is not in the table;
   :func:`detected` does it for every GPU of this machine (section "Which GPU is this?");
-* :func:`features` says what a compute capability gates (section "What compute capability gates");
+* :func:`features` says what a compute capability gates, :func:`suggested_policy` which dtype policy
+  follows (section "What compute capability gates");
 * :func:`training_memory` and :func:`parameter_memory` estimate the memory of a training step:
   weights, gradients, optimizer state, activations, per dtype policy ("Training memory");
 * :func:`fits` and :func:`fits_table` compare jobs with each GPU's memory ("Which GPUs fit");
@@ -265,6 +266,28 @@ def features(compute_capability: float | tuple[int, int]) -> dict[str, bool]:
     if not isinstance(compute_capability, (int, float)) or compute_capability <= 0:
         raise ValueError(f"compute_capability={compute_capability!r}: use a number such as 7.5, or (7, 5).")
     return {name: compute_capability >= gate - 1e-9 for gate, name, _ in GATES}
+
+
+def suggested_policy(compute_capability: float | tuple[int, int]) -> str:
+    """The Keras dtype policy to train with on a GPU of this compute capability (notebook 06's rule).
+
+    bfloat16 Tensor Cores from 8.0 (no loss scaling needed), float16 ones from 7.0. Below 7.0 (a P100,
+    6.0, Kaggle's single-GPU runtime) there are no Tensor Cores: float32, and mixed_float16 only to
+    halve the activations' memory (TensorFlow's mixed precision guide expects a speed-up from 7.0 on).
+
+    Example:
+        >>> suggested_policy((8, 6)), suggested_policy(7.5)
+        ('mixed_bfloat16', 'mixed_float16 with loss scaling')
+        >>> suggested_policy((6, 0))[:36]
+        'float32 (no Tensor Cores before 7.0)'
+    """
+    on = features(compute_capability)
+    if on["bfloat16 and TF32 Tensor Cores"]:
+        return "mixed_bfloat16"
+    if on["float16 Tensor Cores"]:
+        return "mixed_float16 with loss scaling"
+    return ("float32 (no Tensor Cores before 7.0), or mixed_float16 with loss scaling where memory is short: it "
+            "halves the activations, not the time")
 
 
 def features_table(table: Sequence[Mapping[str, Any]]) -> str:

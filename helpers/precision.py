@@ -203,6 +203,27 @@ def step_timer() -> Any:
     return StepTimer()
 
 
+def tensor_core_note(compute_capability: tuple[int, int] | None) -> str:
+    """What the multiple-of-8 experiment can show on a GPU of this compute capability: '' from 7.0 on.
+
+    Tensor Cores (7.0 and later) work on tiles, so a matmul whose sizes are multiples of 8 can use them and
+    others are padded. Below 7.0 (a P100, 6.0) there are none: both sizes take the same path.
+
+    Example:
+        >>> tensor_core_note((7, 5))
+        ''
+        >>> tensor_core_note((6, 0))[:40]
+        'Compute capability 6.0 has no Tensor Cor'
+    """
+    cc = tuple(compute_capability) if compute_capability else None
+    if cc is None:
+        return "This GPU's compute capability is unknown, so whether Tensor Cores took part is too."
+    if cc >= (7, 0):
+        return ""
+    return (f"Compute capability {cc[0]}.{cc[1]} has no Tensor Cores (they start at 7.0): both sizes ran on the "
+            "ordinary cores, so a gap here is not the multiple-of-8 rule, which concerns Tensor Cores.")
+
+
 def _have(flags: set[str], names: Iterable[str]) -> list[str]:
     return [n for n in names if n in flags]
 
@@ -261,12 +282,25 @@ def speed_reading(flags: set[str], step_s: Mapping[str, float]) -> list[str]:
     return lines
 
 
+# Float16 arithmetic on the ordinary cores of compute capability 6.x, against float32: results per clock per
+# multiprocessor in the CUDA C++ Programming Guide's arithmetic-instruction throughput table (16-bit add,
+# multiply, multiply-add: 128 on 6.0, 2 on 6.1, 256 on 6.2; 32-bit: 64, 128, 128).
+HALF_RATE = {
+    (6, 0): ("Its ordinary cores compute float16 at twice the float32 rate (a P100: 18.7 against 9.3 TFLOP/s, "
+             "datasheet), so float16 can gain where the arithmetic, not the memory, sets the pace."),
+    (6, 1): "Its ordinary cores compute float16 at 1/64 of the float32 rate: keep float32 on this GPU.",
+    (6, 2): "Its ordinary cores compute float16 at twice the float32 rate.",
+}
+
+
 def gpu_speed_reading(compute_capability: tuple[int, int] | None, step_s: Mapping[str, float]) -> list[str]:
     """Explain each mixed policy's measured step time on a GPU from its compute capability.
 
     Float16 Tensor Cores arrived with compute capability 7.0, bfloat16 (and TF32) ones with 8.0
     (NVIDIA CUDA C++ Programming Guide; TensorFlow's mixed precision guide). From 8.0 a last sentence
-    says that the float32 baseline already uses TF32 Tensor Cores.
+    says that the float32 baseline already uses TF32 Tensor Cores. Below 7.0 (a P100, 6.0: Kaggle's
+    single-GPU runtime) there are no Tensor Cores at all; the float16 sentence then says how fast the
+    ordinary cores compute float16 (:data:`HALF_RATE`).
 
     Example:
         >>> gpu_speed_reading((7, 5), {"float32": 0.02, "mixed_float16": 0.01})[0][:48]
@@ -294,6 +328,8 @@ def gpu_speed_reading(compute_capability: tuple[int, int] | None, step_s: Mappin
             why = (f"Compute capability {cc[0]}.{cc[1]} is below {needs[0]}.{needs[1]}: no {fmt} Tensor Cores, so "
                    f"{fmt} runs on the ordinary cores" + (", where it saves memory traffic." if ratio >= 1.1
                                                            else " and gains nothing in speed."))
+            if fmt == "float16" and cc in HALF_RATE:
+                why += f" {HALF_RATE[cc]}"
         lines.append(head + why)
     if not lines:
         raise ValueError("step_s needs at least one of 'mixed_float16' and 'mixed_bfloat16' besides 'float32'.")

@@ -215,3 +215,32 @@ def test_seed_comparison_divides_nvidia_rates_by_the_cpu_rate():
 def test_plot_has_one_point_per_gpu():
     ax = gpus.plot_specs(TABLE)
     assert sum(len(c.get_offsets()) for c in ax.collections) == len(TABLE)
+
+
+def test_suggested_policy_gives_a_p100_float32_and_newer_cards_their_tensor_core_format():
+    p100 = next(g for g in TABLE if g["name"].startswith("Tesla P100"))
+    assert p100["compute_capability"] == 6.0 and not p100["bf16_tensor"]
+    assert gpus.suggested_policy(p100["compute_capability"]).startswith("float32 (no Tensor Cores before 7.0)")
+    assert "bfloat16" not in gpus.suggested_policy((6, 0))  # no bfloat16 on a P100
+    assert gpus.suggested_policy((6, 1)) == gpus.suggested_policy((6, 0))
+    assert gpus.suggested_policy((7, 0)) == gpus.suggested_policy(7.5) == "mixed_float16 with loss scaling"
+    assert gpus.suggested_policy((8, 0)) == gpus.suggested_policy((9, 0)) == "mixed_bfloat16"
+    for g in TABLE:  # every row of the table gets the policy its Tensor Cores allow
+        expected = "mixed_bfloat16" if g["bf16_tensor"] else None
+        if expected:
+            assert gpus.suggested_policy(g["compute_capability"]) == expected, g["name"]
+
+
+def test_tf32_state_beside_a_gpu_rate_follows_the_card():
+    from fakes import FakeNVML, FakeTF
+
+    from helpers import env
+
+    cards = [("Tesla P100-PCIE-16GB", (6, 0), "TF32 allowed but unused"),
+             ("Tesla T4", (7, 5), "TF32 allowed but unused"),
+             ("NVIDIA A100-SXM4-40GB", (8, 0), "TF32 on: ")]
+    for name, cc, start in cards:
+        details = {"device_name": name, "compute_capability": cc}
+        tf = FakeTF(details=details)
+        tf.config.experimental.enable_tensor_float_32_execution(True)
+        assert env.tf32_state(tf, env.gpus(tf=tf, nvml=FakeNVML())).startswith(start), details

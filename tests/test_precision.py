@@ -132,3 +132,35 @@ def test_gpu_speed_reading_with_a_fake_gpu_report():
     gpu = env.gpus(tf=FakeTF(n_gpus=1), nvml=FakeNVML())[0]
     line = precision.gpu_speed_reading(gpu.compute_capability, {"float32": 0.006, "mixed_float16": 0.004})[0]
     assert "Compute capability 7.5" in line
+
+
+def test_gpu_speed_reading_on_a_p100_says_no_tensor_cores_and_how_fast_its_cores_do_float16():
+    p100 = precision.gpu_speed_reading((6, 0), {"float32": 0.010, "mixed_float16": 0.0095, "mixed_bfloat16": 0.012})
+    fp16, bf16 = p100
+    assert "below 7.0: no float16 Tensor Cores" in fp16 and "twice the float32 rate" in fp16
+    assert "below 8.0: no bfloat16 Tensor Cores" in bf16 and "gains nothing" in bf16
+    assert not any("TF32" in line or "has float16 Tensor Cores" in line for line in p100)
+    gtx = precision.gpu_speed_reading((6, 1), {"float32": 0.010, "mixed_float16": 0.05})[0]
+    assert "1/64 of the float32 rate" in gtx and "twice" not in gtx
+    t4 = precision.gpu_speed_reading((7, 5), {"float32": 0.010, "mixed_float16": 0.008})[0]
+    assert "ordinary cores compute float16" not in t4  # the 6.x note only where there are no Tensor Cores
+
+
+def test_tensor_core_note_speaks_only_where_there_are_no_tensor_cores():
+    assert precision.tensor_core_note((7, 0)) == precision.tensor_core_note((9, 0)) == ""
+    assert "has no Tensor Cores (they start at 7.0)" in precision.tensor_core_note((6, 0))
+    assert "unknown" in precision.tensor_core_note(None)
+
+
+def test_the_p100_branch_reaches_the_page_through_a_fake_gpu_report():
+    from fakes import FakeNVML, FakeTF
+
+    from helpers import env
+
+    p100 = FakeTF(details={"device_name": "Tesla P100-PCIE-16GB", "compute_capability": (6, 0)})
+    gpu = env.gpus(tf=p100, nvml=FakeNVML(gpus=[{"name": "Tesla P100-PCIE-16GB", "util": 0, "used": 0,
+                                                 "total": 16 * 1024**3, "power_mw": 30000, "temp": 40}]))[0]
+    assert gpu.compute_capability == (6, 0)
+    assert precision.tensor_core_note(gpu.compute_capability).startswith("Compute capability 6.0 has no Tensor Cores")
+    assert "Compute capability 6.0 is below 7.0" in precision.gpu_speed_reading(
+        gpu.compute_capability, {"float32": 0.01, "mixed_float16": 0.008})[0]

@@ -89,3 +89,6 @@ def on_gpu(run) -> None:
     assert cc, "the speed reading does not name the GPU's compute capability"
     if (int(cc[1]), int(cc[2])) >= (8, 0):  # the float32 baseline there is TF32
         assert "TF32 on Tensor Cores by default" in text
+    if (int(cc[1]), int(cc[2])) < (7, 0):  # a P100 (6.0): no Tensor Cores, said where the multiple of 8 is timed
+        assert "has no Tensor Cores (they start at 7.0)" in text
+        assert "float16 Tensor Cores (from 7.0)" not in text

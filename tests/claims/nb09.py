@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+import re
 
 from claims import common
-from helpers import data
+from helpers import data, gpus
 
 GIB = 2**30
 IN_TABLE = {"NVIDIA A100-SXM4-80GB": "A100 SXM4 80 GB", "Tesla T4": "Tesla T4", "NVIDIA L4": "L4"}
@@ -35,6 +36,10 @@ def shared(run) -> None:
         assert r["lookup_demo"][name] is None, (name, r["lookup_demo"][name])
     assert "not in the table" in run.outputs_text()
     assert len(r["detected"]) == r["gpu_count"], r["detected"]
+    # The policy printed for the GPU (or the T4 example) follows its compute capability; a P100 gets float32.
+    policy = re.search(r"has compute capability (\d+)\.(\d+): train with (.+?) \(notebook 06\)", run.outputs_text())
+    assert policy, "no policy sentence for the compute capability"
+    assert policy[3] == gpus.suggested_policy((int(policy[1]), int(policy[2]))), policy[0]
 
     # The memory estimate is within 25 % of the peak measured in the same run, and adds up.
     measured, estimated = r["measured_bytes"]["bytes"], r["estimated_bytes"]
@@ -91,3 +96,9 @@ def on_gpu(run) -> None:
     assert len(r["nvml_readings"]) >= r["gpu_count"], r["nvml_readings"]
     assert all(d["note"] for d in r["detected"]), r["detected"]
     assert "read now through NVML" in run.outputs_text()
+    # Beside the GPU's float32 rate: whether it ran as TF32 (an Ampere card's "FP32" is TF32).
+    gpu_lines = [line for line in run.outputs_text().splitlines()
+                 if line.startswith(("ResNet-50 forward on GPU:0", "Your own GPU:"))]
+    assert len(gpu_lines) == 2, gpu_lines
+    for line in gpu_lines:
+        assert re.search(r"TF32 (on: .* compute capability (\d+)\.\d+\)|off:|allowed but unused:)", line), line

@@ -348,3 +348,13 @@ def test_the_gpu_row_counts_identical_gpus_and_lists_different_ones():
     text = gpu_check.render_markdown(gpu_check.build_report(info, [], DATE))
     assert ("1 x Tesla T4 (compute capability 7.5, memory unknown); "
             "1 x NVIDIA L4 (compute capability 8.9, 22.5 GiB)") in text
+
+
+def test_a_notebook_that_took_its_cpu_path_on_a_gpu_machine_is_flagged_only_there():
+    cpu_path = {"notebook": name_of("02"), "seconds": 9.0, "status": "passed", "message": "",
+                "figures": {"gpu_count": 0}}
+    text = gpu_check.render_markdown(gpu_check.build_report(gpu_info(), [cpu_path], DATE))
+    assert "| passed | the notebook saw no GPU |" in text
+    cpu = gpu_check.machine(tf=fakes.FakeTF(n_gpus=0, cuda=False), nvml=fakes.FakeNVML(gpus=[]))
+    text = gpu_check.render_markdown(gpu_check.build_report(cpu, [cpu_path], DATE))
+    assert "saw no GPU" not in text and "| passed | - |" in text

@@ -364,8 +364,11 @@ def _num(x: float, digits: int = 1) -> str:
     return f"{x:,.{digits}f}"
 
 
-def figures_line(name: str, figures: dict[str, Any]) -> str:
-    """The key figures of one notebook in a few words, for the Markdown table."""
+def figures_line(name: str, figures: dict[str, Any], machine_has_gpu: bool = True) -> str:
+    """The key figures of one notebook in a few words, for the Markdown table.
+
+    On a machine with a GPU, a notebook that recorded ``gpu_count == 0`` took its CPU path: the line says so.
+    """
     f = figures or {}
     parts = []
     if name[:2] == "03" and f.get("matmul_gflops"):
@@ -388,7 +391,7 @@ def figures_line(name: str, figures: dict[str, Any]) -> str:
                      + (f" with {f['replicas']} replicas" if f.get("replicas") else ""))
     elif name[:2] == "09" and f.get("estimate_error") is not None:
         parts.append(f"memory estimate {f['estimate_error']:+.1%} of the measured peak")
-    if f.get("gpu_count") == 0:
+    if machine_has_gpu and f.get("gpu_count") == 0:
         parts.append("the notebook saw no GPU")
     return "; ".join(parts) or "-"
 
@@ -431,7 +434,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += ["", "## Notebooks", "", "| notebook | time | claims | key figures |", "| --- | --- | --- | --- |"]
     for r in report["notebooks"]:
         seconds = "-" if r["seconds"] is None else f"{_num(r['seconds'])} s"
-        figures = _cell(figures_line(r["notebook"], r["figures"]))
+        figures = _cell(figures_line(r["notebook"], r["figures"], bool(m["gpus"])))
         lines.append(f"| {r['notebook']} | {seconds} | {r['status']} | {figures} |")
     failed = [r for r in report["notebooks"] if r["status"] != "passed"]
     if failed:

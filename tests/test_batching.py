@@ -145,7 +145,11 @@ def test_dips_note_names_each_batch_whose_peak_fell_and_is_silent_otherwise():
 
 
 # ---------------------------------------------------------------- the out-of-memory wall (finding 8)
-def test_compiled_cnn_turns_xla_off_so_cpu_and_gpu_run_the_same_program():
+def test_compiled_cnn_turns_xla_off_so_cpu_and_gpu_run_the_same_program(monkeypatch):
+    from keras.src.trainers.trainer import Trainer
+
+    # "auto" resolves as on a GPU machine (Trainer._resolve_auto_jit_compile turns XLA on where a GPU exists):
+    monkeypatch.setattr(Trainer, "_resolve_auto_jit_compile", lambda self: True)
     assert batching.compiled_cnn().jit_compile is False
 
 

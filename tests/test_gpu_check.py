@@ -240,7 +240,8 @@ def fake_runner(outcomes: dict[str, str], calls: list):
     return run
 
 
-def test_on_a_gpu_every_notebook_runs_a_failure_does_not_stop_the_others_and_exit_is_1(tmp_path, capsys):
+def test_on_a_gpu_every_notebook_runs_a_failure_does_not_stop_the_others_and_exit_is_1(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(gpu_check.tempfile, "tempdir", str(tmp_path))  # the kept work folder lands here
     calls = []
     code = gpu_check.main(["--out", str(tmp_path / "out")], probe=gpu_info,
                           runner=fake_runner({"04": "error"}, calls), today=DATE)
@@ -251,17 +252,22 @@ def test_on_a_gpu_every_notebook_runs_a_failure_does_not_stop_the_others_and_exi
     text = (tmp_path / "out" / f"tesla-t4-{DATE}.md").read_text()
     assert "## What failed" in text and "04_input_pipelines.ipynb (error): cell [3]: OSError" in text
     assert "alice" not in text and UUID not in text
-    assert "Report:" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Report:" in out and f"The executed notebooks are in {tmp_path}" in out
 
 
-def test_on_a_gpu_all_passed_exits_0_and_a_subset_runs_only_the_subset(tmp_path):
+def test_on_a_gpu_all_passed_exits_0_and_a_subset_runs_only_the_subset(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_check.tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
     calls = []
     code = gpu_check.main(["--out", str(tmp_path), "--notebooks", "07", "03_cpu_vs_gpu_timing.ipynb"],
                           probe=gpu_info, runner=fake_runner({}, calls), today=DATE)
     assert code == 0 and [c[0] for c in calls] == [name_of("07"), name_of("03")]
+    assert list((tmp_path / "tmp").iterdir()) == [], "the work folder is removed when every notebook passed"
 
 
-def test_without_a_gpu_nothing_runs_and_nothing_is_written(tmp_path, capsys):
+def test_without_a_gpu_nothing_runs_and_nothing_is_written(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(gpu_check.tempfile, "tempdir", str(tmp_path))
     calls = []
     cpu = lambda: gpu_check.machine(tf=fakes.FakeTF(n_gpus=0, cuda=False), nvml=fakes.FakeNVML(gpus=[]))  # noqa: E731
     code = gpu_check.main(["--out", str(tmp_path / "out")], probe=cpu, runner=fake_runner({}, calls), today=DATE)

@@ -19,9 +19,9 @@ What an allocation failure raises, read in the sources:
   allocate N bytes.")``, the same Python class with another text; :func:`error_line` finds both;
 * a tensor of more than 2**31 - 1 elements is no out-of-memory error at all: cuDNN refuses a
   tensor descriptor above 2 giga-elements (``CUDNN_STATUS_NOT_SUPPORTED``, cuDNN API reference,
-  ``cudnnSetTensorNdDescriptor``), and TensorFlow checks that call with ``CHECK_CUDNN_OK``
-  (``CudnnTensorDescriptor``, xla/stream_executor/cuda/cuda_dnn.cc), which ends the process
-  without a Python exception. So the sweep stops before any tensor of a step gets that large.
+  ``cudnnSetTensorNdDescriptor``), and TensorFlow's ``CudnnTensorDescriptor``
+  (xla/stream_executor/cuda/cuda_dnn.cc) checks that call with ``CHECK_CUDNN_OK``, which ends the
+  process without a Python exception. So the sweep stops before any tensor of a step gets that large.
 """
 
 from __future__ import annotations
@@ -126,8 +126,8 @@ def wall_batches(start: int, per_sample: int, count: int = 12) -> list[int]:
     """`start`, 2x, 4x, ... (at most `count` sizes), stopping before a tensor of `per_sample` elements
     per sample would pass :data:`INT32_MAX` elements.
 
-    Beyond that a GPU step does not fail with an out-of-memory error but in other ways, some of which end
-    the process (see the module's docstring); the sweep stays below it on every GPU, whatever its memory.
+    Beyond that a GPU step can fail with other errors than an out-of-memory one, and on one path ends the
+    process (see the module's docstring); the sweep stays below it on every GPU, whatever its memory.
 
     Example:
         >>> wall_batches(512, 10816)[-1], len(wall_batches(512, 10816))
@@ -233,8 +233,8 @@ def wall_lines(answer: Mapping[str, Any], where: str, child_error: str = "",
                 f"an out-of-memory error, so it is no wall: {answer['error']}"]
     capped = per_sample is not None and fitted is not None and 2 * fitted * per_sample > INT32_MAX
     beyond = (f" The sweep stops there: the next doubling, {2 * fitted}, would put more than 2**31 - 1 elements in "
-              "one tensor, and past that a GPU step fails in other ways than running out of memory (cuDNN refuses "
-              "such a tensor, and TensorFlow then ends the process)." if capped else "")
+              "one tensor, and past that a GPU step can fail in other ways than running out of memory (cuDNN refuses "
+              "such a tensor; where TensorFlow checks that with CHECK_CUDNN_OK, the process ends)." if capped else "")
     return [f"On {where}, every batch up to {fitted} fitted: no wall within the sweep, so this run does not "
             f"measure where this device's memory ends.{beyond}"]
 

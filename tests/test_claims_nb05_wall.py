@@ -31,8 +31,8 @@ def h200_without_a_wall():
     text = [line for line in FIXTURE["text"] if line.startswith("With the scaling rule")] + [
         "On this NVIDIA H200, every batch up to 131072 fitted: no wall within the sweep, so this run does not measure "
         "where this device's memory ends. The sweep stops there: the next doubling, 262144, would put more than "
-        "2**31 - 1 elements in one tensor, and past that a GPU step fails in other ways than running out of memory "
-        "(cuDNN refuses such a tensor, and TensorFlow then ends the process).",
+        "2**31 - 1 elements in one tensor, and past that a GPU step can fail in other ways than running out of "
+        "memory (cuDNN refuses such a tensor; where TensorFlow checks that with CHECK_CUDNN_OK, the process ends).",
         "Predicted from the sweep: about 770,000 samples, beyond every batch tried, which agrees with finding no wall."]
     return r, text
 

@@ -131,8 +131,11 @@ def check_replicas(n_replicas: Any, gpu_count: int | None = None, cpu_cores: int
 
 
 # --------------------------------------------------------------------------- devices and strategies
-def devices_reading(asked: int, devices: Sequence[str], kind: str, gpu_count: int) -> str:
-    """One sentence: which devices the replicas run on, and what to do when the kernel has fewer than asked.
+def devices_reading(asked: int, devices: Sequence[str], kind: str, gpu_count: int, available: int | None = None) -> str:
+    """One sentence: the replicas' devices, how many of this kind exist, and what to do when fewer than asked.
+
+    `available` is how many logical devices of `kind` this kernel has; the replicas use the first
+    ``len(devices)`` of them (on a machine with 8 GPUs and ``N_REPLICAS = 2``, two of the eight).
 
     Example:
         >>> devices_reading(2, ["/device:CPU:0", "/device:CPU:1"], "CPU", 0)
@@ -147,6 +150,11 @@ def devices_reading(asked: int, devices: Sequence[str], kind: str, gpu_count: in
     else:
         where = f"{n} GPU{'s' if n != 1 else ''}, one replica each"
     sentence = f"{n} replica{'s' if n != 1 else ''} on {where}: {names}."
+    if available is not None and available > n:
+        noun = "logical CPUs" if kind == "CPU" else "GPUs" if available <= gpu_count else "logical GPUs"
+        what = f"{available} {noun}"
+        sentence += (f" This kernel has {what}; the replicas use the first {n}, and MirroredStrategy gets exactly "
+                     f"these, so the other {available - n} take no part in this run.")
     if n < asked:
         sentence += (f" N_REPLICAS is {asked}, but TensorFlow had already started in this kernel with {n} {kind} "
                      f"device(s), and logical devices can only be made before it starts. The notebook goes on with "

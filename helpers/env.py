@@ -117,7 +117,7 @@ def gpus(tf: Any | None = None, nvml: Any | None = None, environ: dict[str, str]
             details = tf.config.experimental.get_device_details(device) or {}
         except Exception:
             details = {}
-        nvml_i = nvml_api.index_for(index, environ)
+        nvml_i = nvml_api.index_for(index, environ, nvml)  # indices, UUIDs; None for a MIG slice
         reading = readings.get(nvml_i) if nvml_i is not None else None
         cc = details.get("compute_capability")
         name = details.get("device_name") or (reading.name if reading else f"GPU {index}")

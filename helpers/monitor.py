@@ -80,22 +80,47 @@ def _psutil() -> Any | None:
         return None
 
 
+def choose(nvml: Any | None = None, gpu_index: int | None = 0, tf_gpu_count: int | None = None,
+           why: str = "") -> tuple[str, str]:
+    """The source to sample and one sentence that says why: ``(GPU_SOURCE or CPU_SOURCE, reason)``.
+
+    ``GPU_SOURCE`` when TensorFlow uses a GPU and NVML reads the utilisation of GPU `gpu_index`
+    (NVML's number of the card TensorFlow calls GPU:0, see :func:`helpers.nvml.locate`); otherwise
+    ``CPU_SOURCE``, and the reason names what was missing, so a CPU figure on a GPU machine is never
+    shown silently. `tf_gpu_count` is how many GPUs TensorFlow sees (None: ask TensorFlow); `why` is
+    the reason `gpu_index` is None, when it is.
+
+    Example:
+        >>> choose(tf_gpu_count=0)
+        ('CPU (psutil)', "TensorFlow uses no GPU here, so the sampler measures this process's CPU time.")
+    """
+    cpu = "the sampler measures this process's CPU time instead."
+    if tf_gpu_count is None:
+        tf_gpu_count = len(tensorflow().config.list_physical_devices("GPU"))
+    if tf_gpu_count == 0:
+        return CPU_SOURCE, "TensorFlow uses no GPU here, so the sampler measures this process's CPU time."
+    if gpu_index is None:
+        return CPU_SOURCE, f"{why or 'NVML cannot tell which GPU TensorFlow uses.'} So {cpu}"
+    reading = next((r for r in nvml_api.readings(nvml) if r.index == gpu_index), None)  # [] without a driver
+    if reading is None:
+        return CPU_SOURCE, f"NVML has no reading of GPU {gpu_index} (no driver, or nvidia-ml-py missing), so {cpu}"
+    if reading.utilization_pct is None:
+        return CPU_SOURCE, f"NVML reads no utilisation of GPU {gpu_index} ({reading.name}), so {cpu}"
+    return GPU_SOURCE, f"The sampler reads NVML's utilisation of GPU {gpu_index} ({reading.name}), TensorFlow's GPU:0."
+
+
 def choose_source(nvml: Any | None = None, gpu_index: int | None = 0, tf_gpu_count: int | None = None) -> str:
-    """``GPU_SOURCE`` when TensorFlow uses a GPU and NVML sees GPU `gpu_index`, else ``CPU_SOURCE``.
+    """``GPU_SOURCE`` when TensorFlow uses a GPU and NVML reads GPU `gpu_index`'s utilisation, else ``CPU_SOURCE``.
 
     `tf_gpu_count` is how many GPUs TensorFlow sees (None: ask TensorFlow). A GPU that TensorFlow does
     not use (a CPU-only build on a GPU machine) would show 0 % "during training": the CPU is measured.
+    :func:`choose` also says why.
 
     Example:
         >>> choose_source() in SOURCES
         True
     """
-    if tf_gpu_count is None:
-        tf_gpu_count = len(tensorflow().config.list_physical_devices("GPU"))
-    if tf_gpu_count == 0 or gpu_index is None:
-        return CPU_SOURCE
-    seen = {r.index for r in nvml_api.readings(nvml)}  # empty without NVML or a driver
-    return GPU_SOURCE if gpu_index in seen else CPU_SOURCE
+    return choose(nvml, gpu_index, tf_gpu_count)[0]
 
 
 @dataclass
@@ -121,8 +146,11 @@ class UtilisationSampler:
         nvml: the pynvml module, or a fake in tests (default: the installed one, if any).
         psutil_module: psutil, or a fake in tests.
         gpu_index: which GPU NVML reads; None (default) means the card TensorFlow calls GPU:0
-            (NVML numbers all GPUs and ignores CUDA_VISIBLE_DEVICES; see helpers.nvml.index_for).
+            (NVML numbers all GPUs and ignores CUDA_VISIBLE_DEVICES; see helpers.nvml.locate).
         tf_gpu_count: GPUs TensorFlow sees (None: ask TensorFlow); with 0 the CPU is sampled.
+
+    ``reason`` is one sentence on why this source was chosen (print it: on a GPU machine where NVML
+    cannot read the GPU, a MIG slice for one, it says why the CPU is measured).
 
     Example:
         >>> with UtilisationSampler(interval=0.05) as s:
@@ -139,13 +167,18 @@ class UtilisationSampler:
         if source is not None and source not in SOURCES:
             raise ValueError(f"source={source!r}: use None, {GPU_SOURCE!r} or {CPU_SOURCE!r}.")
         self.interval = float(interval)
-        if gpu_index is None:
-            gpu_index = nvml_api.index_for(0)
-        self.gpu_index = gpu_index
         if nvml is None and source != CPU_SOURCE:
             nvml = nvml_api.module()
         self._nvml = nvml
-        self.source = source or choose_source(nvml, gpu_index, tf_gpu_count)
+        why = ""
+        if gpu_index is None and source != CPU_SOURCE:
+            where = nvml_api.locate(0, nvml=nvml)  # follows CUDA_VISIBLE_DEVICES: indices, UUIDs, MIG names
+            gpu_index, why = where.index, where.why
+        self.gpu_index = gpu_index
+        if source is None:
+            self.source, self.reason = choose(nvml, gpu_index, tf_gpu_count, why)
+        else:
+            self.source, self.reason = source, f"The caller chose {source}."
         self._psutil = psutil_module
         if self.source == CPU_SOURCE and self._psutil is None:
             self._psutil = _psutil()

@@ -123,24 +123,115 @@ def readings(nvml: Any | None = None) -> list[NvmlReading]:
 
 
 
+# --------------------------------------------------------------------------- TensorFlow's GPU:i -> NVML's GPU
+@dataclass(frozen=True)
+class Located:
+    """Where NVML reads TensorFlow's ``GPU:i``: NVML's ``index`` of that card, or None and ``why`` not.
 
-def index_for(tf_index: int, environ: dict[str, str] | None = None) -> int | None:
-    """NVML's index of TensorFlow's ``GPU:tf_index``, or None when it cannot be told.
+    ``mig_parent`` is NVML's index of the physical GPU when ``CUDA_VISIBLE_DEVICES`` names a MIG slice of it.
+    """
+
+    index: int | None
+    why: str = ""
+    mig_parent: int | None = None
+
+
+def _uuid_table(nvml: Any) -> list[tuple[int, str, list[str]]] | None:
+    """``[(NVML index, GPU UUID, [MIG slice UUIDs])]`` of every GPU; None when NVML cannot start."""
+    try:
+        nvml.nvmlInit()
+    except Exception:
+        return None
+    try:
+        table = []
+        for index in range(_nvml_call(nvml.nvmlDeviceGetCount) or 0):
+            handle = _nvml_call(nvml.nvmlDeviceGetHandleByIndex, index)
+            uuid = None if handle is None else _nvml_call(nvml.nvmlDeviceGetUUID, handle)
+            if uuid is None:
+                continue
+            slices = []
+            mode = _nvml_call(getattr(nvml, "nvmlDeviceGetMigMode", lambda h: None), handle)
+            if mode and mode[0]:  # [current, pending]: MIG is on
+                for k in range(_nvml_call(nvml.nvmlDeviceGetMaxMigDeviceCount, handle) or 0):
+                    mig = _nvml_call(nvml.nvmlDeviceGetMigDeviceHandleByIndex, handle, k)
+                    mig_uuid = None if mig is None else _nvml_call(nvml.nvmlDeviceGetUUID, mig)
+                    if mig_uuid is not None:
+                        slices.append(_decode(mig_uuid))
+            table.append((index, _decode(uuid), slices))
+        return table
+    finally:
+        _nvml_call(nvml.nvmlShutdown)
+
+
+def locate(tf_index: int, environ: dict[str, str] | None = None, nvml: Any | None = None) -> Located:
+    """Find NVML's GPU behind TensorFlow's ``GPU:tf_index``, following ``CUDA_VISIBLE_DEVICES`` as CUDA reads it.
 
     NVML numbers every GPU by PCI bus and ignores ``CUDA_VISIBLE_DEVICES``; ``helpers`` sets
-    ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` so CUDA numbers them the same way. With
-    ``CUDA_VISIBLE_DEVICES=2,3``, TensorFlow's GPU:0 is NVML's GPU 2. Entries given as UUIDs or MIG
-    names cannot be mapped this way: None, so no reading of another card is shown by mistake.
+    ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` so CUDA numbers them the same way. CUDA takes the variable's
+    entries in order, up to the first invalid one, and each entry is an index (``2,3`` from SLURM:
+    TensorFlow's GPU:0 is NVML's GPU 2), a GPU UUID or a unique prefix of one (``GPU-8932f937``, as
+    Kubernetes' device plugin sets it), or a MIG slice (``MIG-<uuid>``, or ``MIG-GPU-<uuid>/<gi>/<ci>``
+    on older drivers); see "CUDA Environment Variables" in NVIDIA's CUDA C++ Programming Guide.
+    UUIDs are matched against ``nvmlDeviceGetUUID`` of every GPU and every MIG slice.
+
+    A MIG slice gives ``index=None``: NVML reads no utilisation on a MIG-enabled GPU (documented
+    under ``nvmlDeviceGetUtilizationRates``), and the card's memory is not the slice's, so no
+    reading of the whole card is shown as the slice's; ``why`` says so and ``mig_parent`` names the card.
+
+    Example:
+        >>> locate(0, {"CUDA_VISIBLE_DEVICES": "2,3"})
+        Located(index=2, why='', mig_parent=None)
+    """
+    environ = os.environ if environ is None else environ
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return Located(tf_index)
+    entries = []
+    for entry in visible.split(","):
+        entry = entry.strip()
+        if not entry or entry.startswith("-"):
+            break  # CUDA stops at the first invalid entry; "-1" and "" hide every GPU
+        entries.append(entry)
+    if tf_index >= len(entries):
+        return Located(None, f"CUDA_VISIBLE_DEVICES={visible!r} shows no GPU:{tf_index} to TensorFlow.")
+    entry = entries[tf_index]
+    if entry.isdigit():
+        return Located(int(entry))
+    if not entry.upper().startswith(("GPU-", "MIG-")):
+        return Located(None, f"CUDA_VISIBLE_DEVICES entry {entry!r} is neither an index, a GPU UUID nor a MIG name.")
+    nvml = nvml if nvml is not None else module()
+    table = None if nvml is None else _uuid_table(nvml)
+    if table is None:
+        return Located(None, f"CUDA_VISIBLE_DEVICES names {entry!r}, and without NVML that UUID cannot be matched "
+                             "to a GPU.")
+    wanted = entry.lower()
+    if wanted.startswith("mig-gpu-"):  # MIG-GPU-<uuid>/<gpu instance>/<compute instance>: the card's UUID inside
+        parents = [i for i, uuid, _ in table if uuid.lower().startswith(wanted[4:].split("/")[0])]
+    elif wanted.startswith("mig-"):
+        parents = [i for i, _, slices in table if any(m.lower().startswith(wanted) for m in slices)]
+    else:
+        matches = [i for i, uuid, _ in table if uuid.lower().startswith(wanted)]
+        if len(matches) == 1:
+            return Located(matches[0])
+        return Located(None, f"CUDA_VISIBLE_DEVICES entry {entry!r} matches "
+                             f"{'no GPU' if not matches else f'{len(matches)} GPUs'} by UUID in NVML.")
+    if len(parents) != 1:
+        return Located(None, f"CUDA_VISIBLE_DEVICES entry {entry!r} matches "
+                             f"{'no MIG slice' if not parents else 'slices of several GPUs'} in NVML.")
+    return Located(None, f"TensorFlow's GPU:{tf_index} is a MIG slice of NVML's GPU {parents[0]} ({entry}): NVML "
+                         "reads no utilisation of a MIG slice, and the card's memory is not the slice's.",
+                   mig_parent=parents[0])
+
+
+def index_for(tf_index: int, environ: dict[str, str] | None = None, nvml: Any | None = None) -> int | None:
+    """NVML's index of TensorFlow's ``GPU:tf_index``, or None when it cannot be told (see :func:`locate`).
+
+    Indices, GPU UUIDs and unique UUID prefixes in ``CUDA_VISIBLE_DEVICES`` are resolved (UUIDs
+    through NVML); a MIG slice, or a UUID that matches no GPU, gives None, so no reading of another
+    card, or of the whole card for a slice, is shown by mistake.
 
     Example:
         >>> index_for(0, {"CUDA_VISIBLE_DEVICES": "2,3"})
         2
     """
-    environ = os.environ if environ is None else environ
-    visible = environ.get("CUDA_VISIBLE_DEVICES", "").strip()
-    if not visible:
-        return tf_index
-    ids = [v.strip() for v in visible.split(",")]
-    if tf_index < len(ids) and ids[tf_index].isdigit():
-        return int(ids[tf_index])
-    return None
+    return locate(tf_index, environ, nvml).index

@@ -4,15 +4,19 @@
 the process's stderr, mixed with other C++ noise (and hidden at the course's log level), so notebook
 02 shows that log from a child process (:mod:`helpers.children`) and records placement here from the
 result tensors' ``.device`` instead: :func:`where_ops_run`, :func:`placement_table`, and
-:func:`short_device` for the short names (``CPU:0``) that notebooks 02, 07 and 08 print.
+:func:`short_device` for the short names (``CPU:0``) that notebooks 02, 07 and 08 print. For 02's
+``CUDA_VISIBLE_DEVICES`` section, :func:`visibility_runs` gives the children's settings, all within
+the GPUs this kernel was given.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from helpers.children import gpu_env
 from helpers.tables import text_table
 
 _DEVICE_RE = re.compile(r"(?:device:|^/?)([A-Za-z_]+):(\d+)$")  # long form, or short "/CPU:0", "CPU:0"
@@ -74,3 +78,50 @@ def placement_table(placements: Mapping[str, str]) -> str:
     rows = [("operation", "ran on")] + [(name, short_device(dev) or dev or "(unknown)")
                                         for name, dev in placements.items()]
     return text_table(rows)
+
+
+HIDE_ALL = "every GPU hidden"
+FIRST_ONLY = "first GPU only"
+AS_THIS_KERNEL = "as in this kernel"
+
+
+def visibility_runs(environ: Mapping[str, str] | None = None) -> dict[str, dict[str, dict[str, str]]]:
+    """Children for notebook 02's ``CUDA_VISIBLE_DEVICES`` demo, each within this kernel's own GPU list.
+
+    A scheduler hands a job its GPUs through ``CUDA_VISIBLE_DEVICES`` (SLURM sets ``2,3``); a child
+    started without the variable would see every GPU of the machine, outside the allocation. So
+    every child starts from this kernel's value (``environ``, default ``os.environ``):
+
+    * :data:`HIDE_ALL`: ``-1`` hides every GPU;
+    * :data:`FIRST_ONLY`: only the first entry of this kernel's list (``2`` under ``2,3``, ``0``
+      when the variable is not set, this kernel's value when it already hides every GPU);
+    * :data:`AS_THIS_KERNEL`: no change, the kernel's value (or its absence) is inherited.
+
+    Returns ``{label: {"env": {...}}}`` for :func:`helpers.children.run_script`.
+
+    Example:
+        >>> visibility_runs({"CUDA_VISIBLE_DEVICES": "2,3"})[FIRST_ONLY]
+        {'env': {'CUDA_VISIBLE_DEVICES': '2'}}
+    """
+    environ = os.environ if environ is None else environ
+    try:  # the same rule as the children that measure one GPU: entry 0 of this kernel's list, or "0"
+        first = gpu_env(0, environ)["CUDA_VISIBLE_DEVICES"]
+    except ValueError:  # this kernel sees no GPU ("-1", ""): the child stays as hidden as it is
+        first = environ["CUDA_VISIBLE_DEVICES"]
+    return {HIDE_ALL: {"env": {"CUDA_VISIBLE_DEVICES": "-1"}},
+            FIRST_ONLY: {"env": {"CUDA_VISIBLE_DEVICES": first}},
+            AS_THIS_KERNEL: {}}
+
+
+def visibility_value(label: str, runs: Mapping[str, Mapping[str, Mapping[str, str]]],
+                     environ: Mapping[str, str] | None = None) -> str:
+    """The ``CUDA_VISIBLE_DEVICES`` a child of :func:`visibility_runs` starts with, as text (``'2,3'``).
+
+    Example:
+        >>> visibility_value(AS_THIS_KERNEL, visibility_runs({}), {})
+        '(not set)'
+    """
+    environ = os.environ if environ is None else environ
+    env = runs[label].get("env", {})
+    value = env["CUDA_VISIBLE_DEVICES"] if "CUDA_VISIBLE_DEVICES" in env else environ.get("CUDA_VISIBLE_DEVICES")
+    return "(not set)" if value is None else value or "'' (empty)"

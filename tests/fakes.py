@@ -78,6 +78,10 @@ class FakeTF:
                 return [d for d in out if kind is None or d.device_type == kind]
 
             @staticmethod
+            def get_logical_device_configuration(dev):
+                return list(tf.logical[dev.name]) if dev.name in tf.logical else None
+
+            @staticmethod
             def set_logical_device_configuration(dev, configs):
                 if tf.initialized:
                     raise RuntimeError("Virtual devices cannot be modified after being initialized")
@@ -98,8 +102,18 @@ class NVMLError(Exception):
     pass
 
 
+def uuid(index: int) -> str:
+    """The fake NVML's UUID of GPU `index` when its dict gives none: unique, with a common prefix ``GPU-5d3e8a1``."""
+    return f"GPU-{0x5d3e8a10 + index:08x}-4b1c-9f2e-7a6d-{index:012x}"
+
+
 class FakeNVML:
-    """A fake pynvml: `gpus` is a list of dicts with name, util, used, total, power_mw, temp."""
+    """A fake pynvml: `gpus` is a list of dicts with name, util, used, total, power_mw, temp.
+
+    Optional keys: ``uuid`` (default :func:`uuid`) and ``mig``, a list of MIG slices
+    (``{"uuid": "MIG-...", "used": ..., "total": ...}``): a GPU with ``mig`` is in MIG mode, and, as
+    on a real one, NVML reads no utilisation of it or of its slices (NVML_ERROR_NOT_SUPPORTED).
+    """
 
     NVML_TEMPERATURE_GPU = 0
     NVMLError = NVMLError
@@ -130,12 +144,34 @@ class FakeNVML:
     def _get(self, what, h):
         if what in self.unsupported:
             raise NVMLError("Not Supported")
+        if isinstance(h, tuple):  # a MIG slice: ("mig", parent index, slice index)
+            return self.gpus[h[1]]["mig"][h[2]][what]
         return self.gpus[h][what]
 
     def nvmlDeviceGetName(self, h):  # noqa: N802
         return self._get("name", h).encode()
 
+    def nvmlDeviceGetUUID(self, h):  # noqa: N802 - pynvml >= 11.515 returns str, older versions bytes
+        if isinstance(h, tuple):
+            return self._get("uuid", h)
+        return self.gpus[h].get("uuid") or uuid(h)
+
+    def nvmlDeviceGetMigMode(self, h):  # noqa: N802 - [current, pending]
+        on = int(bool(self.gpus[h].get("mig")))
+        return [on, on]
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, h):  # noqa: N802
+        return 7 if self.gpus[h].get("mig") else 0
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, h, i):  # noqa: N802
+        if i >= len(self.gpus[h].get("mig") or []):
+            raise NVMLError("Not Found")
+        return ("mig", h, i)
+
     def nvmlDeviceGetUtilizationRates(self, h):  # noqa: N802
+        if isinstance(h, tuple) or self.gpus[h].get("mig"):
+            raise NVMLError("Not Supported")  # NVML: "On MIG-enabled GPUs, querying device utilization rates is not
+            # currently supported" (nvmlDeviceGetUtilizationRates)
         return SimpleNamespace(gpu=self._get("util", h), memory=10)
 
     def nvmlDeviceGetMemoryInfo(self, h):  # noqa: N802

@@ -86,6 +86,16 @@ def test_devices_reading_names_the_kind_and_the_restart_when_fewer_than_asked():
     assert "2 GPUs, one replica each" in real
 
 
+def test_devices_reading_says_how_many_devices_exist_and_how_many_the_replicas_use():
+    eight = distribute.devices_reading(2, ["/device:GPU:0", "/device:GPU:1"], "GPU", 8, available=8)
+    assert eight.startswith("2 replicas on 2 GPUs, one replica each")
+    assert "This kernel has 8 GPUs; the replicas use the first 2" in eight and "other 6 take no part" in eight
+    split = distribute.devices_reading(2, ["/device:GPU:0", "/device:GPU:1"], "GPU", 1, available=4)
+    assert "This kernel has 4 logical GPUs" in split
+    assert "This kernel has" not in distribute.devices_reading(2, ["/device:CPU:0", "/device:CPU:1"], "CPU", 0,
+                                                               available=2)
+
+
 def test_all_reduce_name_reads_the_strategy():
     def fake(ops, implementation=None):
         options = SimpleNamespace(implementation=SimpleNamespace(name=implementation)) if implementation else None

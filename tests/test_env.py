@@ -197,3 +197,49 @@ def test_tf32_state_names_the_card_only_where_tf32_takes_effect():
         assert env.tf32_state(ampere).startswith("TF32 off")
     finally:
         ampere.config.experimental.enable_tensor_float_32_execution(True)
+
+
+# --------------------------------------------------------------------------- CUDA_VISIBLE_DEVICES -> NVML, by UUID
+def _four_gpus(mig_on=None):
+    gpus = [dict(name=f"GPU{i}", util=10 * i, used=i, total=100 + i, power_mw=0, temp=0) for i in range(4)]
+    if mig_on is not None:
+        gpus[mig_on]["mig"] = [{"uuid": "MIG-0a1b2c3d-0000-5000-8000-000000000001", "used": 1, "total": 5}]
+    return fakes.FakeNVML(gpus=gpus)
+
+
+@pytest.mark.parametrize("visible, tf_index, expected", [
+    ("2,3", 0, 2), ("2,3", 1, 3),                                # SLURM: indices
+    (f"{fakes.uuid(3)},{fakes.uuid(1)}", 0, 3),                  # Kubernetes: full UUIDs, in their order
+    (f"{fakes.uuid(3)},{fakes.uuid(1)}", 1, 1),
+    (fakes.uuid(2)[:12], 0, 2),                                  # a unique prefix, as CUDA accepts
+    (fakes.uuid(2).upper(), 0, 2),
+    ("2,-1,3", 1, None),                                         # CUDA stops at the first invalid entry
+    ("", 0, None),                                               # empty: no GPU at all
+])
+def test_nvml_index_resolves_indices_and_uuids_as_cuda_does(visible, tf_index, expected):
+    assert nvml.index_for(tf_index, {"CUDA_VISIBLE_DEVICES": visible}, _four_gpus()) == expected
+
+
+def test_nvml_index_refuses_an_ambiguous_or_unknown_uuid_and_says_why():
+    ambiguous = nvml.locate(0, {"CUDA_VISIBLE_DEVICES": "GPU-5d3e8a1"}, _four_gpus())  # every fake UUID's prefix
+    assert ambiguous.index is None and "matches 4 GPUs" in ambiguous.why
+    unknown = nvml.locate(0, {"CUDA_VISIBLE_DEVICES": "GPU-ffff"}, _four_gpus())
+    assert unknown.index is None and "matches no GPU" in unknown.why
+    no_driver = nvml.locate(0, {"CUDA_VISIBLE_DEVICES": fakes.uuid(0)}, fakes.FakeNVML(fail_init=True))
+    assert no_driver.index is None and "without NVML" in no_driver.why
+
+
+@pytest.mark.parametrize("entry", ["MIG-0a1b2c3d-0000-5000-8000-000000000001", "MIG-0a1b2c3d",
+                                   f"MIG-{fakes.uuid(1)}/1/0"])  # R470+ names, a prefix, the older R450 form
+def test_nvml_finds_the_card_of_a_mig_slice_but_reads_it_for_no_one(entry):
+    where = nvml.locate(0, {"CUDA_VISIBLE_DEVICES": entry}, _four_gpus(mig_on=1))
+    assert where.index is None and where.mig_parent == 1 and "MIG slice of NVML's GPU 1" in where.why
+
+
+def test_gpus_reads_the_card_a_uuid_names_and_not_the_whole_card_for_a_mig_slice():
+    tf = fakes.FakeTF(n_gpus=2, details={})
+    by_uuid = env.gpus(tf=tf, nvml=_four_gpus(), environ={"CUDA_VISIBLE_DEVICES": f"{fakes.uuid(3)},{fakes.uuid(1)}"})
+    assert [(g.name, g.memory_bytes) for g in by_uuid] == [("GPU3", 103), ("GPU1", 101)]
+    [slice_] = env.gpus(tf=fakes.FakeTF(n_gpus=1, details={}), nvml=_four_gpus(mig_on=1),
+                        environ={"CUDA_VISIBLE_DEVICES": "MIG-0a1b2c3d"})
+    assert slice_.memory_bytes is None, "the whole card's memory is not the MIG slice's"

@@ -105,7 +105,8 @@ def test_sampler_with_real_psutil_sees_busy_work_above_idle():
 
 def test_sampler_skips_failed_readings_and_stops_twice_safely():
     nvml = FakeNvml(unsupported={"util"})
-    sampler = monitor.UtilisationSampler(interval=0.02, nvml=nvml, tf_gpu_count=1).start()
+    sampler = monitor.UtilisationSampler(interval=0.02, source=monitor.GPU_SOURCE, nvml=nvml, gpu_index=0,
+                                         tf_gpu_count=1).start()
     time.sleep(0.08)
     sampler.stop().stop()
     assert sampler.samples == []
@@ -150,3 +151,37 @@ def test_readings_table_formats_each_gpu_and_missing_values():
     assert "92 %" in lines[1] and "14.0 / 15.0 GiB" in lines[1] and "68 W" in lines[1]
     assert lines[2].count("n/a") == 4
     assert monitor.readings_table([]) == ""
+
+
+# --------------------------------------------------------------------------- which GPU NVML reads, and saying why not
+def test_sampler_without_a_utilisation_reading_measures_the_cpu_and_says_why():
+    sampler = monitor.UtilisationSampler(nvml=FakeNvml(unsupported={"util"}), psutil_module=FakePsutil(),
+                                         tf_gpu_count=1, gpu_index=0)
+    assert sampler.source == monitor.CPU_SOURCE
+    assert sampler.reason.startswith("NVML reads no utilisation of GPU 0 (Tesla T4)")
+
+
+@pytest.mark.parametrize("visible, index", [("2,3", 2), (fakes.uuid(3), 3), (fakes.uuid(2)[:16], 2)])
+def test_sampler_reads_the_gpu_that_cuda_visible_devices_names(monkeypatch, visible, index):
+    # SLURM sets indices (2,3), Kubernetes' device plugin full UUIDs; CUDA also takes a unique prefix.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    nvml = FakeNvml(count=4)
+    sampler = monitor.UtilisationSampler(interval=0.02, nvml=nvml, tf_gpu_count=2)
+    assert sampler.source == monitor.GPU_SOURCE and sampler.gpu_index == index
+    assert f"GPU {index} (Tesla T4)" in sampler.reason
+
+
+def test_sampler_on_a_mig_slice_measures_the_cpu_and_says_it_is_a_mig_slice(monkeypatch):
+    mig = "MIG-2b3c4d5e-6f70-5182-93a4-b5c6d7e8f901"
+    gpus = [dict(name="A100", util=0, used=0, total=40 * 1024**3, power_mw=0, temp=0) for _ in range(2)]
+    gpus[1]["mig"] = [{"uuid": mig, "used": 0, "total": 5 * 1024**3}]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", mig)
+    sampler = monitor.UtilisationSampler(nvml=fakes.FakeNVML(gpus=gpus), psutil_module=FakePsutil(), tf_gpu_count=1)
+    assert sampler.source == monitor.CPU_SOURCE and sampler.gpu_index is None
+    assert "MIG slice of NVML's GPU 1" in sampler.reason and "CPU time instead" in sampler.reason
+
+
+def test_choose_names_the_reason_for_every_cpu_fallback():
+    assert monitor.choose(FakeNvml(), tf_gpu_count=0)[1].startswith("TensorFlow uses no GPU")
+    assert "no reading of GPU 0" in monitor.choose(FakeNvml(fail_init=True), tf_gpu_count=1)[1]
+    assert monitor.choose(FakeNvml(), None, 1, why="Because.")[1].startswith("Because. So the sampler")

@@ -41,3 +41,73 @@ def test_notebook_07_refuses_too_many_replicas_before_tensorflow_starts(tmp_path
     executed = nbformat.read(out, as_version=4)
     text = "\n".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
     assert "Hardware:" not in text, "helpers.setup ran (and started TensorFlow) before the refusal"
+
+
+# --------------------------------------------------------------------------- 07's device cells, on fake machines
+def _cell(cell_id: str) -> str:
+    import json
+
+    nb = json.loads((nbrun.NOTEBOOKS / NAME).read_text())
+    return "".join(next(c for c in nb["cells"] if c.get("id") == cell_id)["source"])
+
+
+def _pick_devices(n_gpus: int, n_replicas: int, capsys) -> tuple[dict, str]:
+    """helpers.setup's device step, then 07's "N devices on any machine" cell, on a fake machine."""
+    from types import SimpleNamespace
+
+    import fakes
+
+    import helpers
+    from helpers import session
+
+    tf = fakes.FakeTF(n_gpus=n_gpus)
+    assert session.configure_devices(tf, logical_devices=n_replicas, nvml=fakes.FakeNVML()) == []
+    namespace = {"tf": tf, "hw": SimpleNamespace(gpu_count=n_gpus), "N_REPLICAS": n_replicas, "helpers": helpers,
+                 "results": {}}
+    exec(_cell("cell-08"), namespace)
+    return namespace, capsys.readouterr().out
+
+
+def test_notebook_07_uses_two_of_eight_gpus_and_says_so(capsys):
+    namespace, out = _pick_devices(8, 2, capsys)
+    assert namespace["devices"] == ["/device:GPU:0", "/device:GPU:1"] and namespace["n"] == 2
+    assert namespace["results"]["devices_available"] == 8
+    assert "2 replicas on 2 GPUs, one replica each" in out
+    assert "This kernel has 8 GPUs; the replicas use the first 2" in out
+
+
+def test_notebook_07_splits_one_gpu_into_small_fixed_parts(capsys):
+    namespace, out = _pick_devices(1, 2, capsys)
+    assert namespace["devices"] == ["/device:GPU:0", "/device:GPU:1"]
+    assert "/physical_device:GPU:0: 2 logical device(s), memory limits [256, 256] MiB" in out
+
+
+def test_every_mirrored_strategy_in_notebook_07_names_its_devices():
+    """MirroredStrategy() without devices takes every GPU: 8 replicas on an 8-GPU server asked for 2."""
+    import ast
+    import json
+
+    nb = json.loads((nbrun.NOTEBOOKS / NAME).read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"
+                     and not "".join(c["source"]).startswith("%%"))
+    calls = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call)
+             and ast.unparse(n.func).endswith("MirroredStrategy")]
+    assert len(calls) >= 2, "07 creates its strategies with tf.distribute.MirroredStrategy"
+    for call in calls:
+        assert call.args or any(k.arg == "devices" for k in call.keywords), ast.unparse(call)
+
+
+def test_every_compile_in_notebooks_02_and_07_turns_xla_off_explicitly():
+    import ast
+    import json
+
+    for name in ("02_gpu_detection_and_placement.ipynb", NAME):
+        nb = json.loads((nbrun.NOTEBOOKS / name).read_text())
+        code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"
+                         and not "".join(c["source"]).startswith("%%"))
+        calls = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Attribute) and n.func.attr == "compile"]
+        assert calls, name
+        for call in calls:
+            jit = [k.value for k in call.keywords if k.arg == "jit_compile"]
+            assert jit and isinstance(jit[0], ast.Constant) and jit[0].value is False, (name, ast.unparse(call))

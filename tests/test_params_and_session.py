@@ -69,13 +69,31 @@ def test_memory_growth_is_set_on_every_gpu_and_tolerated_after_init():
     assert "Kernel > Restart" in note
 
 
-def test_one_gpu_is_split_into_logical_gpus_sharing_its_free_memory():
+def test_one_gpu_is_split_into_logical_gpus_of_a_small_fixed_size():
+    # 0.9 x free memory per part would hold about 2 x 6.3 GiB of this 16 GiB card for the kernel's whole life.
     tf = fakes.FakeTF(n_gpus=1)
     assert session.configure_devices(tf, logical_devices=2, nvml=fakes.FakeNVML()) == []
     configs = tf.logical["/physical_device:GPU:0"]
-    free_mib = (16 - 2) * 1024  # the fake GPU has 16 GiB, 2 GiB in use by others
-    assert len(configs) == 2 and configs[0].memory_limit == int(0.9 * free_mib / 2)
+    assert [c.memory_limit for c in configs] == [session.SPLIT_MEMORY_MB] * 2
     assert len(tf.config.list_logical_devices("GPU")) == 2 and tf.growth == {}
+    session.configure_devices(tf, logical_devices=2, logical_memory_mb=512, nvml=fakes.FakeNVML())
+    assert [c.memory_limit for c in tf.logical["/physical_device:GPU:0"]] == [512, 512]
+
+
+def test_split_memory_covers_notebook_07s_largest_case_with_room_to_spare():
+    weights = 784 * 256 + 256 + 256 * 10 + 10  # 07's build_model()
+    copies = 6 * 4 * weights * 4  # six models on the first device; weights, gradients, Adam's two moments
+    batch = 64 * 64 * 784 * 4 * 3  # the largest global batch on one device, two more prefetched
+    activations = 64 * 64 * (256 + 10) * 4 * 3
+    assert 3 * (copies + batch + activations) < session.SPLIT_MEMORY_MB * 1024**2 < 1024**3
+
+
+def test_a_split_that_does_not_fit_in_free_memory_says_so():
+    nearly_full = fakes.FakeNVML(gpus=[dict(name="T4", util=0, used=15 * 1024**3 + 900 * 1024**2,
+                                            total=16 * 1024**3, power_mw=0, temp=0)])
+    tf = fakes.FakeTF(n_gpus=1)
+    [note] = session.configure_devices(tf, logical_devices=2, nvml=nearly_full)
+    assert note.startswith("GPU:0 has 124 MiB free, less than the 2 x 256 MiB") and "Kernel > Restart" in note
 
 
 def test_no_gpu_splits_the_cpu_and_enough_gpus_split_nothing():
@@ -116,6 +134,7 @@ def test_several_gpus_split_evenly_without_memory_growth():
     nvml = fakes.FakeNVML(gpus=[dict(name="A", util=0, used=0, total=8 * 1024**3, power_mw=0, temp=0)] * 2)
     assert session.configure_devices(tf, logical_devices=4, nvml=nvml) == []
     assert [len(c) for c in tf.logical.values()] == [2, 2]
+    assert {c.memory_limit for c in tf.logical["/physical_device:GPU:1"]} == {session.SPLIT_MEMORY_MB}
     assert len(tf.config.list_logical_devices("GPU")) == 4
     assert tf.growth == {}, "TensorFlow ignores memory growth once GPUs are split: do not pretend"
 
@@ -123,3 +142,31 @@ def test_several_gpus_split_evenly_without_memory_growth():
 def test_uneven_gpu_split_is_refused_with_the_allowed_values():
     with pytest.raises(ValueError, match="logical_devices=3 with 2 GPUs: use at most 2, or a multiple of 2"):
         session.configure_devices(fakes.FakeTF(n_gpus=2), logical_devices=3, nvml=fakes.FakeNVML())
+
+
+def _cell(notebook: str, cell_id: str) -> str:
+    import json
+
+    nb = json.loads((session.ROOT / "notebooks" / notebook).read_text())
+    return "".join(next(c for c in nb["cells"] if c.get("id") == cell_id)["source"])
+
+
+@pytest.mark.parametrize("gpu_count", [0, 1, 2, 8])
+def test_notebook_02s_second_setup_asks_for_a_split_this_kernel_cannot_make(gpu_count):
+    """02's note ('use Kernel > Restart') prints on every machine; on 2 GPUs, asking for 2 devices splits nothing."""
+    import ast
+
+    tree = ast.parse(_cell("02_gpu_detection_and_placement.ipynb", "cell-19"))
+    namespace = {"gpu_count": gpu_count}
+    for statement in tree.body:  # run the cell up to its setup call, then read what that call asks for
+        calls = [n for n in ast.walk(statement) if isinstance(n, ast.Call) and ast.unparse(n.func) == "helpers.setup"]
+        if calls:
+            [asked] = [k.value for k in calls[0].keywords if k.arg == "logical_devices"]
+            logical_devices = eval(ast.unparse(asked), namespace)
+            break
+        exec(ast.unparse(statement), namespace)
+    kernel = fakes.FakeTF(n_gpus=gpu_count)
+    assert session.configure_devices(kernel, nvml=fakes.FakeNVML()) == []  # 02's first setup call
+    kernel.initialized = True  # then TensorFlow starts
+    notes = session.configure_devices(kernel, logical_devices=logical_devices, nvml=fakes.FakeNVML())
+    assert len(notes) == 1 and f"cannot make {logical_devices} now: use Kernel > Restart" in notes[0], notes

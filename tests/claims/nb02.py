@@ -22,7 +22,7 @@ def shared(run) -> None:
     r = run.results
     common.require(r, ("placements", "gpu_count", "exercises_solved", "logical_devices", "physical_devices",
                 "soft_placement_demo", "hard_placement_error", "cuda_visible_devices_demo",
-                "utilisation_source", "utilisation", "nvml_status", "nvml_readings"))
+                "utilisation_source", "utilisation_reason", "utilisation", "nvml_status", "nvml_readings"))
 
     # Placement: every op ran on a logical device that exists in this run.
     logical = {_short(d) for d in r["logical_devices"]}
@@ -44,12 +44,15 @@ def shared(run) -> None:
     assert r["late_config_error"], "changing logical devices after initialisation should raise RuntimeError"
     assert any("Restart" in n for n in r["setup_again_notes"]), r["setup_again_notes"]
 
-    # CUDA_VISIBLE_DEVICES: both children answered; -1 hides every GPU; without it they see this run's GPUs.
+    # CUDA_VISIBLE_DEVICES: every child answered, within this kernel's own GPUs: -1 hides every GPU, the first
+    # entry of the kernel's list shows one, the kernel's own value shows what the kernel sees (never more).
     demo = r["cuda_visible_devices_demo"]
-    hidden, unset = demo["CUDA_VISIBLE_DEVICES=-1"], demo["CUDA_VISIBLE_DEVICES unset"]
-    assert hidden["error"] == "" and unset["error"] == "", demo
-    assert hidden["gpu_count"] == 0 and hidden["gpus"] == [], hidden
-    assert unset["gpu_count"] == r["gpu_count"], f"child without the variable saw {unset['gpu_count']} GPUs"
+    assert sorted(demo) == ["as in this kernel", "every GPU hidden", "first GPU only"], sorted(demo)
+    hidden, first, same = demo["every GPU hidden"], demo["first GPU only"], demo["as in this kernel"]
+    assert all(child["error"] == "" for child in demo.values()), demo
+    assert hidden["value"] == "-1" and hidden["gpu_count"] == 0 and hidden["gpus"] == [], hidden
+    assert first["gpu_count"] == min(1, r["gpu_count"]), f"the first-GPU child saw {first['gpu_count']} GPUs"
+    assert same["gpu_count"] == r["gpu_count"], f"a child with this kernel's setting saw {same['gpu_count']} GPUs"
     assert r["placement_log_lines"] >= 1, "the placement log child printed no 'Executing op' line"
 
     # Utilisation: samples in both phases, training busier than idle.
@@ -57,6 +60,7 @@ def shared(run) -> None:
     assert idle["n"] >= 3 and train["n"] >= 3, f"too few samples: idle {idle['n']}, training {train['n']}"
     assert 0 <= idle["mean"] <= 100 and 0 <= train["max"] <= 100
     assert train["mean"] > idle["mean"] + 5, f"training {train['mean']} % not above idle {idle['mean']} %"
+    assert r["utilisation_reason"] and r["utilisation_reason"] in run.outputs_text(), "the page says what was measured"
 
     assert r["exercises_solved"] is True
     assert run.stderr_text() == "", f"stderr on the learner's page:\n{run.stderr_text()[:2000]}"
@@ -90,6 +94,11 @@ def on_gpu(run) -> None:
     assert len(r["nvml_readings"]) >= r["gpu_count"] and r["nvml_status"].startswith("NVIDIA driver"), (
         r["nvml_status"])
     assert all(g["memory_total_bytes"] for g in r["nvml_readings"])
-    assert r["utilisation_source"] == "GPU (NVML)", r["utilisation_source"]
-    assert r["cpu_cores_busy"] is None
-    assert "NVML utilisation is the share of time a kernel ran on the GPU" in run.outputs_text()
+    if r["utilisation_source"] == "GPU (NVML)":
+        reason = r["utilisation_reason"]
+        assert reason.startswith("The sampler reads NVML's utilisation of GPU"), reason
+        assert r["cpu_cores_busy"] is None
+        assert "NVML utilisation is the share of time a kernel ran on the GPU" in run.outputs_text()
+    else:  # NVML cannot read this GPU's utilisation (a MIG slice): the CPU is measured, and the page says why
+        assert r["utilisation_reason"].endswith("CPU time instead."), r["utilisation_reason"]
+        assert r["cpu_cores_busy"] > 0 and "cores stay busy" in run.outputs_text()

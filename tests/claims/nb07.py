@@ -9,13 +9,17 @@ import math
 
 from claims import common
 
-KEYS = ("gpu_count", "devices", "fresh_split", "fit", "no_build_error", "final_loss", "loss_gap", "replicas",
-        "replicas_asked", "per_replica_batch", "global_batch", "samples_per_s", "scaling_efficiency", "all_reduce_ms",
-        "exercises_solved")
+KEYS = ("gpu_count", "devices", "devices_available", "fresh_split", "fit", "no_build_error", "final_loss", "loss_gap",
+        "replicas", "replicas_asked", "per_replica_batch", "global_batch", "samples_per_s", "scaling_efficiency",
+        "all_reduce_ms", "exercises_solved")
 
 
 def check(run) -> None:
     common.dispatch(run, __name__)
+
+
+def _short(device: str) -> str:
+    return device.rsplit("device:", 1)[-1].upper()
 
 
 def _finite(value) -> bool:
@@ -32,7 +36,12 @@ def shared(run) -> None:
     assert n == r["replicas_asked"] >= 1, f"asked for {r['replicas_asked']} replicas, trained on {n}"
     assert len(r["devices"]) == n, r["devices"]
     assert r["global_batch"] == r["per_replica_batch"] * n, (r["global_batch"], r["per_replica_batch"], n)
-    assert r["fit"]["replicas"] >= n, r["fit"]  # MirroredStrategy() takes every device of the kind
+    assert len(r["devices"]) == min(r["replicas_asked"], r["devices_available"]), (r["devices"], r["devices_available"])
+    # MirroredStrategy(devices): model.fit trains on exactly this run's devices, not every GPU of the machine.
+    assert r["fit"]["replicas"] == n, r["fit"]
+    assert [_short(d) for d in r["fit"]["devices"]] == [_short(d) for d in r["devices"]], (r["fit"], r["devices"])
+    if r["devices_available"] > n:
+        assert f"the replicas use the first {n}" in text, "the page says how many devices exist and how many are used"
     assert all(_finite(v) for v in r["fit"]["loss"]), r["fit"]
 
     # The fresh Python split its device into N logical ones, and refused the same call after initialisation.

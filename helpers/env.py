@@ -191,8 +191,8 @@ def build_info(tf: Any | None = None) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- the whole report
 def on_colab() -> bool:
-    """True inside a Google Colab runtime."""
-    return importlib.util.find_spec("google") is not None and importlib.util.find_spec("google.colab") is not None
+    """True inside a Google Colab runtime (its kernel has imported ``google.colab`` at start)."""
+    return colab.hosted(environ={}) == "colab"
 
 
 def on_kaggle() -> bool:

@@ -78,7 +78,8 @@ def interleaved(candidates: Mapping[str, Callable[[], Any]], rounds: int = 3, re
     medians: dict[str, list[float]] = {name: [] for name in candidates}
     for index in range(rounds):
         for name, fn in candidates.items():
-            result = bench.benchmark(fn, warmup=warmup if index == 0 else 1, repeats=repeats)
+            # one step per timed repeat: a step lasts milliseconds, so one wait per step costs little
+            result = bench.benchmark(fn, warmup=warmup if index == 0 else 1, repeats=repeats, calls_per_sync=1)
             medians[name].append(result.median)
     return medians
 

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helpers import nvml
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -98,13 +100,8 @@ def gpu_env(gpu: int | None, environ: Mapping[str, str] | None = None) -> dict[s
     if not isinstance(gpu, int) or isinstance(gpu, bool) or gpu < 0:
         raise ValueError(f"gpu={gpu!r}: use the index of one of this process's GPUs (0 for GPU:0), or None.")
     environ = os.environ if environ is None else environ
-    if "CUDA_VISIBLE_DEVICES" in environ:
-        entries = []
-        for entry in environ["CUDA_VISIBLE_DEVICES"].split(","):
-            entry = entry.strip()
-            if not entry or entry.startswith("-"):  # CUDA stops at the first invalid entry
-                break
-            entries.append(entry)
+    entries = nvml.visible_entries(environ.get("CUDA_VISIBLE_DEVICES"))
+    if entries is not None:
         if gpu >= len(entries):
             raise ValueError(f"gpu={gpu}: this process sees {len(entries)} GPU(s) through CUDA_VISIBLE_DEVICES="
                              f"{environ['CUDA_VISIBLE_DEVICES']!r}; use an index below {len(entries)}.")

@@ -40,7 +40,7 @@ from pathlib import Path
 from types import EllipsisType
 from typing import Any
 
-from helpers import children, colab, data, params
+from helpers import children, colab, data, nvml, params
 
 ROOT = Path(__file__).resolve().parent.parent
 GIB = 1024**3
@@ -191,11 +191,7 @@ def visible_gpus(gpu_count: int, parent: str | None) -> list[str]:
         return []
     if parent is None:
         return [str(i) for i in range(gpu_count)]
-    entries = []
-    for entry in (e.strip() for e in parent.split(",")):
-        if not entry or entry.startswith("-"):  # CUDA stops at the first invalid entry
-            break
-        entries.append(entry)
+    entries = nvml.visible_entries(parent)
     if entries and all(e.startswith("MIG-") for e in entries):
         return entries
     return entries[:gpu_count]

@@ -64,15 +64,8 @@ def visible_gpu_count(nvml: Any | None = None, environ: Mapping[str, str] | None
     """
     environ = os.environ if environ is None else environ
     count = len(nvml_api.readings(nvml))
-    if "CUDA_VISIBLE_DEVICES" not in environ:
-        return count
-    listed = 0
-    for entry in environ["CUDA_VISIBLE_DEVICES"].split(","):
-        entry = entry.strip()
-        if not entry or entry.startswith("-"):
-            break
-        listed += 1
-    return min(listed, count)
+    entries = nvml_api.visible_entries(environ.get("CUDA_VISIBLE_DEVICES"))
+    return count if entries is None else min(len(entries), count)
 
 
 def replica_limit(gpu_count: int, cpu_cores: int) -> int:

@@ -163,6 +163,30 @@ def _uuid_table(nvml: Any) -> list[tuple[int, str, list[str]]] | None:
         _nvml_call(nvml.nvmlShutdown)
 
 
+def visible_entries(value: str | None) -> list[str] | None:
+    """The entries of a ``CUDA_VISIBLE_DEVICES`` value as CUDA reads them; None when it is unset.
+
+    CUDA takes the comma-separated entries in order and stops at the first invalid one, so ``"-1"``
+    and ``""`` hide every GPU and ``"2,-1,3"`` shows only ``2``. Entries are indices, GPU UUIDs (or
+    unique prefixes) or MIG names, kept as written. One reading for every caller: NVML lookups
+    (:func:`locate`), child processes (``helpers.children.gpu_env``), workers (``helpers.cluster``) and
+    replica counts (``helpers.distribute``).
+
+    Example:
+        >>> visible_entries("2, 3"), visible_entries("2,-1,3"), visible_entries(""), visible_entries(None)
+        (['2', '3'], ['2'], [], None)
+    """
+    if value is None:
+        return None
+    entries = []
+    for entry in value.split(","):
+        entry = entry.strip()
+        if not entry or entry.startswith("-"):
+            break  # CUDA stops at the first invalid entry
+        entries.append(entry)
+    return entries
+
+
 def locate(tf_index: int, environ: dict[str, str] | None = None, nvml: Any | None = None) -> Located:
     """Find NVML's GPU behind TensorFlow's ``GPU:tf_index``, following ``CUDA_VISIBLE_DEVICES`` as CUDA reads it.
 
@@ -184,14 +208,9 @@ def locate(tf_index: int, environ: dict[str, str] | None = None, nvml: Any | Non
     """
     environ = os.environ if environ is None else environ
     visible = environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
+    entries = visible_entries(visible)
+    if entries is None:
         return Located(tf_index)
-    entries = []
-    for entry in visible.split(","):
-        entry = entry.strip()
-        if not entry or entry.startswith("-"):
-            break  # CUDA stops at the first invalid entry; "-1" and "" hide every GPU
-        entries.append(entry)
     if tf_index >= len(entries):
         return Located(None, f"CUDA_VISIBLE_DEVICES={visible!r} shows no GPU:{tf_index} to TensorFlow.")
     entry = entries[tf_index]

@@ -189,16 +189,13 @@ def find_wall(step: Callable[[int], float], batches: Iterable[int], out_of_memor
         raise ValueError(f"out_of_memory={out_of_memory!r}: pass an exception class such as "
                          "tf.errors.ResourceExhaustedError.")
     answer: dict[str, Any] = {"peaks": {}, "failed_at": None, "out_of_memory": False, "error_type": None, "error": ""}
+    stoppers = other if isinstance(other, tuple) else (other,)
     for batch in batches:
         try:
             answer["peaks"][int(batch)] = step(int(batch))
-        except out_of_memory as err:  # the allocator ran out: the wall
-            answer.update(failed_at=int(batch), out_of_memory=True, error_type=type(err).__name__,
-                          error=error_line(getattr(err, "message", None) or str(err)))
-            break
-        except other as err:  # stops the sweep, but it is no out-of-memory wall
-            answer.update(failed_at=int(batch), error_type=type(err).__name__,
-                          error=error_line(getattr(err, "message", None) or str(err)))
+        except (out_of_memory, *stoppers) as err:  # out of memory: the wall; `other`: stops it, no wall
+            answer.update(failed_at=int(batch), out_of_memory=isinstance(err, out_of_memory),
+                          error_type=type(err).__name__, error=error_line(getattr(err, "message", None) or str(err)))
             break
     return answer
 

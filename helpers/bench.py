@@ -165,9 +165,9 @@ def calls_for(call_s: float, sync_s: float, share: float = SYNC_SHARE) -> int:
         raise ValueError(f"share={share!r}: use a fraction between 0 and 1, such as 0.05.")
     if sync_s <= 0:
         return 1
-    limit = MAX_CALLS_PER_SYNC if call_s <= 0 else max(1, min(MAX_CALLS_PER_SYNC, int(MAX_BATCH_S / call_s)))
     if call_s <= 0:
-        return limit
+        return MAX_CALLS_PER_SYNC
+    limit = max(1, min(MAX_CALLS_PER_SYNC, int(MAX_BATCH_S / call_s)))
     return max(1, min(limit, math.ceil(sync_s / (share * call_s) - 1e-9)))
 
 

@@ -119,7 +119,8 @@ def ensure(module: str, requirements: Path = ROOT / "requirements.txt", runtime:
     if runtime not in ("colab", "kaggle"):
         return False
     package = PACKAGES[module]
-    spec = f"{package}=={_pins(requirements)[package]}" if package in _pins(requirements) else package
+    pin = _pins(requirements).get(package)
+    spec = f"{package}=={pin}" if pin else package
     done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", spec],
                           capture_output=True, text=True)
     importlib.invalidate_caches()

@@ -63,17 +63,6 @@ FIGURES = {
 
 
 # --------------------------------------------------------------------------- the machine (child process)
-def _decode(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _call(fn: Any, *args: Any) -> Any:
-    try:
-        return fn(*args)
-    except Exception:  # NVMLError_NotSupported, a missing symbol in an old driver: no reading
-        return None
-
-
 def nvml_facts(nvml: Any | None = None) -> dict[str, Any]:
     """Driver version, the newest CUDA the driver supports, and the GPUs' UUIDs and serials (to scrub, never shown).
 
@@ -81,6 +70,7 @@ def nvml_facts(nvml: Any | None = None) -> dict[str, Any]:
     """
     from helpers import nvml as nvml_api
 
+    _call, _decode = nvml_api._nvml_call, nvml_api._decode  # a missing reading is None, bytes become text
     nvml = nvml if nvml is not None else nvml_api.module()
     facts: dict[str, Any] = {"driver": None, "cuda_driver": None, "private": []}
     if nvml is None:

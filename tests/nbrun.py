@@ -7,6 +7,8 @@ import os
 import shutil
 import subprocess
 import time
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,6 +104,44 @@ def kernel_environment(workdir: Path, course: Path | None = None, gpu_path: bool
     return env
 
 
+def where_the_kernel_died(output: Path) -> str:
+    """The cell papermill marked as running in the notebook it saved when its kernel died."""
+    try:
+        cells = json.loads(output.read_text()).get("cells", [])
+    except (OSError, ValueError):
+        return "a cell papermill did not save"
+    for i, cell in enumerate(cells):
+        if cell.get("metadata", {}).get("papermill", {}).get("status") == "running":
+            first = "".join(cell.get("source", "")).strip().splitlines()
+            return f"cell {i} ({first[0][:80] if first else 'empty'})"
+    return "a cell papermill had not marked as running"
+
+
+def once_more_if_the_kernel_dies(execute: Callable[[], Any], output: Path) -> None:
+    """Run `execute` (a papermill run writing `output`); if its kernel dies, warn where and run it once more.
+
+    A dead kernel is a crash of the process (TensorFlow's C++ runtime, seen once in CI on the Colab-era
+    TensorFlow 2.20 in notebook 04, not in its next 6 runs there), not a Python error in a cell: those
+    fail at once. A second death in a row fails the test, with the cell of each death.
+    """
+    try:
+        execute()
+        return
+    except Exception as error:  # nbclient's DeadKernelError: matched by name, nbclient is imported lazily
+        if type(error).__name__ != "DeadKernelError":
+            raise
+        first = where_the_kernel_died(output)
+    warnings.warn(f"the kernel died in {first} of {output.name}; running the notebook once more", RuntimeWarning,
+                  stacklevel=2)
+    try:
+        execute()
+    except Exception as error:
+        if type(error).__name__ == "DeadKernelError":
+            raise RuntimeError(f"the kernel died twice in {output.name}: in {first}, then in "
+                               f"{where_the_kernel_died(output)}") from error
+        raise
+
+
 def run_notebook(name: str, workdir: Path, smoke: bool = True, timeout: int = 600, course: Path | None = None,
                  gpu_path: bool = False, **params: Any) -> Run:
     """Execute notebooks/<name> with papermill in `workdir` (its scratch folder too).
@@ -119,11 +159,11 @@ def run_notebook(name: str, workdir: Path, smoke: bool = True, timeout: int = 60
     os.environ.update(kernel_environment(workdir, course, gpu_path))
     start = time.perf_counter()
     try:
-        pm.execute_notebook(
+        once_more_if_the_kernel_dies(lambda: pm.execute_notebook(
             str((course or ROOT) / "notebooks" / name), str(workdir / name),
             parameters={"SMOKE": smoke, "RESULTS_PATH": str(results_path), **params},
             cwd=str(workdir), kernel_name="python3", progress_bar=False, execution_timeout=timeout,
-        )
+        ), workdir / name)
     finally:
         os.environ.clear()
         os.environ.update(env_before)

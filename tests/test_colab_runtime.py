@@ -67,9 +67,9 @@ def test_notebook_fetches_the_course_and_runs_alone(name, tmp_path, bare_clone, 
     monkeypatch.delenv("COURSE_SMOKE", raising=False)
     monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)  # the kernel forwards C++ stderr, as a real one does
     results_path = tmp_path / "results.json"
-    pm.execute_notebook(str(folder / name), str(tmp_path / name), parameters={"SMOKE": True,
-                        "RESULTS_PATH": str(results_path)}, cwd=str(folder), kernel_name="python3",
-                        progress_bar=False, execution_timeout=900)
+    nbrun.once_more_if_the_kernel_dies(lambda: pm.execute_notebook(
+        str(folder / name), str(tmp_path / name), parameters={"SMOKE": True, "RESULTS_PATH": str(results_path)},
+        cwd=str(folder), kernel_name="python3", progress_bar=False, execution_timeout=900), tmp_path / name)
     assert (course / "helpers" / "__init__.py").exists(), f"the first cell did not fetch the course on {RUNTIME}"
     results = json.loads(results_path.read_text())
     run = nbrun.Run(results, nbformat.read(tmp_path / name, as_version=4), 0.0, tmp_path)

@@ -23,6 +23,9 @@ TOKEN_FLAG := $(if $(LAB_TOKEN),--IdentityProvider.token=$(LAB_TOKEN),)
 
 help:
 	@echo "make lab        set up .venv and open the course in JupyterLab"
+	@echo "make install    set up .venv with the pinned packages only: no server, no tests (instructors, scripts)"
+	@echo "make kernel     make install, then register the course's Jupyter kernel in .venv (no server)"
+	@echo "make install-test  make install plus the pinned test tools"
 	@echo "make test       set up .venv and run the whole test suite (smoke sizes, ~10 min on 2 cores)"
 	@echo "make test-full  run every notebook at learner sizes and report its time"
 	@echo "make test-browser  open every notebook in JupyterLab in headless Chromium and run all cells"
@@ -34,6 +37,7 @@ help:
 	@echo "make doctor     readiness table of this machine (for instructors)"
 	@echo "make lint       ruff on helpers, tests, tools and notebooks"
 	@echo "make strip      strip outputs from notebooks before committing"
+	@echo "make clean      remove .venv, the Colab-like venv, caches and the scratch folder"
 	@echo "make tensorboard  open notebook 04's profiler traces in TensorBoard on 127.0.0.1 (TB_PORT=6006)"
 
 $(PY):

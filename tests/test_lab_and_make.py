@@ -1,5 +1,6 @@
 """`make lab` serves JupyterLab on 127.0.0.1 behind a token; `make doctor` prints the readiness table."""
 
+import re
 import socket
 import subprocess
 import sys
@@ -73,3 +74,17 @@ def test_installer_sees_a_wsl2_driver_by_its_library(tmp_path, monkeypatch):
     (tmp_path / "libcuda.so.1").write_text("")
     assert install.nvidia_driver_present(markers=(str(tmp_path / "libcuda.so.1"),))
     assert "/usr/lib/wsl/lib/libcuda.so.1" in install.DRIVER_MARKERS
+
+
+def documented_targets(text: str) -> set[str]:
+    return set(re.findall(r"make ([a-z][a-z-]*)", text))
+
+
+def test_every_make_target_is_in_make_help_and_the_readme():
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([a-z][a-z-]*):", makefile, re.MULTILINE)) - {"help"}
+    helped = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    readme = (ROOT / "README.md").read_text()
+    assert {"install", "kernel"} <= targets
+    assert not targets - documented_targets(helped), f"make help does not mention {targets - documented_targets(helped)}"
+    assert not targets - documented_targets(readme), f"README does not mention {targets - documented_targets(readme)}"

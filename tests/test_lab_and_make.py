@@ -86,5 +86,5 @@ def test_every_make_target_is_in_make_help_and_the_readme():
     helped = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     readme = (ROOT / "README.md").read_text()
     assert {"install", "kernel"} <= targets
-    assert not targets - documented_targets(helped), f"make help does not mention {targets - documented_targets(helped)}"
-    assert not targets - documented_targets(readme), f"README does not mention {targets - documented_targets(readme)}"
+    for where, text in [("make help", helped), ("README.md", readme)]:
+        assert not targets - documented_targets(text), f"{where} does not mention {targets - documented_targets(text)}"

@@ -27,6 +27,7 @@ from __future__ import annotations
 import atexit
 import copy
 import json
+import math
 import os
 import re
 import signal
@@ -1190,11 +1191,18 @@ def caught_table(caught: Mapping[str, Mapping[str, list[str]]], width: int = 110
     return "\n".join(lines)
 
 
+SAME_WEIGHTS = 1e-6  # workers' sums of |w| that agree to this relative tolerance count as identical weights
+
+
 def restart_reading(losses: Mapping[str, Sequence[Sequence[float]]], killed_at_epoch: int, resumed_from_epoch: int,
-                    optimizer_step: int, steps_per_epoch: int, checksums: Sequence[float]) -> str:
+                    optimizer_step: int, steps_per_epoch: int, checksums: Sequence[float],
+                    tolerance: float = SAME_WEIGHTS) -> str:
     """Sentences that read the restart from what was measured: what came back, what was lost, the weights.
 
-    `losses` maps ``"run 1"`` and ``"run 2"`` to ``(epoch, mean loss)`` pairs of the chief.
+    `losses` maps ``"run 1"`` and ``"run 2"`` to ``(epoch, mean loss)`` pairs of the chief. The
+    rules, stated where they apply: the restart continued training when the first loss after it,
+    as printed (3 decimals), is below run 1's first; the workers' weights are identical when their
+    sums of ``|w|`` agree to within `tolerance`, relative (:data:`SAME_WEIGHTS`).
 
     Example:
         >>> print(restart_reading({"run 1": [(1, 0.9), (2, 0.6)], "run 2": [(3, 0.5), (4, 0.45)]},
@@ -1203,8 +1211,10 @@ def restart_reading(losses: Mapping[str, Sequence[Sequence[float]]], killed_at_e
         epochs 3 to 4. Lost to the crash: half of epoch 3, the part done before the kill. The first epoch after
         the restart has a mean loss of 0.500, below run 1's first epoch (0.900): training went on from the
         checkpoint instead of starting over. Both workers end with identical weights (sum of |w| = 12.500000 on
-        each): every step applied the same all-reduced gradients.
+        each, equal to within 1e-06 relative): every step applied the same all-reduced gradients.
     """
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance={tolerance!r}: use a relative tolerance from 0 up to 1, such as 1e-6.")
     run_1, run_2 = list(losses.get("run 1", [])), list(losses.get("run 2", []))
     if not run_2:
         return "Run 2 recorded no epoch: read the workers' logs above to see why."
@@ -1212,27 +1222,49 @@ def restart_reading(losses: Mapping[str, Sequence[Sequence[float]]], killed_at_e
     expected_step = resumed_from_epoch * steps_per_epoch
     step_text = (f"and the optimizer's step count, {optimizer_step} = {resumed_from_epoch} x {steps_per_epoch} steps"
                  if optimizer_step == expected_step else
-                 f"but the optimizer's step count came back as {optimizer_step}, not {expected_step}")
-    parts = [f"Run 2 restored {resumed_from_epoch} finished epochs {step_text}, then trained epochs {first} to {last}."]
+                 f"but the optimizer's step count came back as {optimizer_step}, not {expected_step} = "
+                 f"{resumed_from_epoch} x {steps_per_epoch}")
+    trained = f"epoch {first}" if first == last else f"epochs {first} to {last}"
+    parts = [f"Run 2 restored {resumed_from_epoch} finished epochs {step_text}, then trained {trained}."]
     lost_whole = killed_at_epoch - 1 - resumed_from_epoch
-    lost = f"half of epoch {killed_at_epoch}, the part done before the kill"
-    if lost_whole > 0:
-        lost += f", and {lost_whole} finished epoch(s) after the last checkpoint"
-    parts.append(f"Lost to the crash: {lost}.")
+    if killed_at_epoch < 1:
+        parts.append("No worker died during an epoch of run 1 (killed_at_epoch is 0), so the crash cost nothing.")
+    elif lost_whole < 0:
+        parts.append(f"That is more than the {killed_at_epoch - 1} epoch(s) finished before the kill during epoch "
+                     f"{killed_at_epoch}: the checkpoint folder held a save from another run.")
+    else:
+        lost = f"half of epoch {killed_at_epoch}, the part done before the kill"
+        if lost_whole > 0:
+            lost += f", and {lost_whole} finished epoch(s) after the last checkpoint"
+        parts.append(f"Lost to the crash: {lost}.")
     if run_1:
-        start = run_1[0][1]
-        relation = "below" if run_2[0][1] < start else "not below"
-        verdict = ("training went on from the checkpoint instead of starting over" if run_2[0][1] < start else
-                   "the restart does not look like a continuation: check that both runs used the same folder")
-        parts.append(f"The first epoch after the restart has a mean loss of {run_2[0][1]:.3f}, {relation} run 1's "
-                     f"first epoch ({start:.3f}): {verdict}.")
-    if checksums:
-        spread = max(checksums) - min(checksums)
-        who = "Both workers" if len(checksums) == 2 else f"All {len(checksums)} workers"
-        if spread <= 1e-6 * max(1.0, abs(max(checksums))):
-            parts.append(f"{who} end with identical weights (sum of |w| = {checksums[0]:.6f} on each): every step "
-                         "applied the same all-reduced gradients.")
+        after, before = round(float(run_2[0][1]), 3), round(float(run_1[0][1]), 3)  # as printed
+        if not (math.isfinite(after) and math.isfinite(before)):
+            parts.append(f"The first epoch after the restart has a mean loss of {after:.3f}, run 1's first epoch "
+                         f"{before:.3f}: a loss that is not a number means training diverged.")
         else:
-            parts.append(f"The workers' weights differ (sums of |w| from {min(checksums):.6f} to "
-                         f"{max(checksums):.6f}): their updates were not the same.")
+            below = after < before
+            relation = "below" if below else "equal to" if after == before else "above"
+            verdict = ("training went on from the checkpoint instead of starting over" if below else
+                       "the restart does not look like a continuation: check that both runs used the same folder")
+            parts.append(f"The first epoch after the restart has a mean loss of {after:.3f}, {relation} run 1's "
+                         f"first epoch ({before:.3f}): {verdict}.")
+    if checksums:
+        values = [float(c) for c in checksums]
+        who = ("The one worker" if len(values) == 1 else "Both workers" if len(values) == 2 else
+               f"All {len(values)} workers")
+        spread = max(values) - min(values)
+        if not all(math.isfinite(v) for v in values):
+            parts.append(f"Some weights are not finite (sums of |w|: {values}): training diverged.")
+        elif len(values) == 1:
+            parts.append(f"{who} ends with a sum of |w| of {values[0]:.6f}; with one worker there is nothing to "
+                         "compare.")
+        elif spread <= tolerance * max(1.0, abs(max(values, key=abs))):
+            rule = f"equal to within {tolerance:.0e} relative" if tolerance else "exactly equal"
+            parts.append(f"{who} end with identical weights (sum of |w| = {values[0]:.6f} on each, {rule}): every "
+                         "step applied the same all-reduced gradients.")
+        else:
+            apart = f"more than {tolerance:.0e} relative apart" if tolerance else "not exactly equal"
+            parts.append(f"The workers' weights differ (sums of |w| from {min(values):.9g} to {max(values):.9g}, "
+                         f"{apart}): their updates were not the same.")
     return " ".join(parts)

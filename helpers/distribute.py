@@ -134,6 +134,10 @@ def devices_reading(asked: int, devices: Sequence[str], kind: str, gpu_count: in
         >>> devices_reading(2, ["/device:CPU:0", "/device:CPU:1"], "CPU", 0)
         '2 replicas on 2 logical CPUs, all on the same physical CPU: /device:CPU:0, /device:CPU:1.'
     """
+    if kind not in ("CPU", "GPU"):
+        raise ValueError(f"kind={kind!r}: use 'CPU' or 'GPU'.")
+    if not devices:
+        raise ValueError("devices=[]: pass the replicas' device names, at least one.")
     n = len(devices)
     names = ", ".join(devices)
     if kind == "CPU":
@@ -290,16 +294,56 @@ def scaling_figure(replicas: int, speedup: float, strong_speedup: float | None =
 
 
 # --------------------------------------------------------------------------- readings
-def _ratio_words(ratio: float) -> str:
-    if ratio >= 1.05:
-        return f"{ratio:.2f}x faster"
-    if ratio <= 0.95:
-        return f"{1 / ratio:.2f}x slower"
-    return f"about as fast ({ratio:.2f}x)"
+# The rules the readings apply. Notebook 07 shows them in a cell and passes them in; each sentence states
+# the rule it applied beside the numbers. The decision is made on the figures as printed (2 decimals), so
+# a sentence never calls "1.05x" faster and "1.05x" about as fast.
+ABOUT_AS_FAST = 0.05  # two rates within 5 % of each other are "about as fast"
+FILLED_IDLE = 1.2  # a split device: a speed-up above 1.2x means one replica's small batch left hardware idle
+NEAR_IDEAL = 0.9  # own GPUs: an efficiency of 90 % or more is near the ideal (tensorflow/tensorflow#26392)
 
 
-def throughput_reading(samples_per_s: Mapping[str, float], replicas: int, per_replica_batch: int, where: str) -> str:
+def _rate(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _positive(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+        raise ValueError(f"{name}={value!r}: use a positive finite number.")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name}={value!r}: use a positive finite number.")
+    return value
+
+
+def ratio_words(ratio: float, about_as_fast: float = ABOUT_AS_FAST) -> str:
+    """Word a ratio of two rates: ``'1.40x faster'``, ``'1.35x slower'`` or ``'about as fast (1.02x)'``.
+
+    Faster when the ratio, rounded to 2 decimals as printed, is at least ``1 + about_as_fast``;
+    slower when its inverse, rounded the same way, is; about as fast otherwise.
+
+    Example:
+        >>> ratio_words(1.4), ratio_words(0.5), ratio_words(1.01)
+        ('1.40x faster', '2.00x slower', 'about as fast (1.01x)')
+    """
+    ratio = _positive("ratio", ratio)
+    if isinstance(about_as_fast, bool) or not 0 <= about_as_fast < 1:
+        raise ValueError(f"about_as_fast={about_as_fast!r}: use a fraction from 0 up to 1 (0.05 for 5 %).")
+    limit = round(1 + about_as_fast, 2)
+    up, down = round(ratio, 2), round(1 / ratio, 2)
+    if up >= limit:
+        return f"{up:.2f}x faster"
+    if down >= limit:
+        return f"{down:.2f}x slower"
+    return f"about as fast ({up:.2f}x)"
+
+
+def throughput_reading(samples_per_s: Mapping[str, float], replicas: int, per_replica_batch: int, where: str,
+                       about_as_fast: float = ABOUT_AS_FAST) -> str:
     """Read the three throughputs: ``'1_same_global'``, ``'N'`` and ``'1'`` (the same per-replica batch).
+
+    The first line compares N replicas with one on the same global batch (faster, slower or about
+    as fast by :func:`ratio_words`, rule stated); the second gives the speed-up and the scaling
+    efficiency with the per-replica batch fixed.
 
     Example:
         >>> text = throughput_reading({"1_same_global": 25000, "N": 18500, "1": 13200}, 2, 64, "this CPU")
@@ -309,19 +353,31 @@ def throughput_reading(samples_per_s: Mapping[str, float], replicas: int, per_re
     missing = {"1_same_global", "N", "1"} - set(samples_per_s)
     if missing:
         raise ValueError(f"samples_per_s lacks {sorted(missing)}: pass '1_same_global', 'N' and '1'.")
-    same, n, one = (float(samples_per_s[k]) for k in ("1_same_global", "N", "1"))
+    same, n, one = (_positive(f"samples_per_s[{k!r}]", samples_per_s[k]) for k in ("1_same_global", "N", "1"))
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
+        raise ValueError(f"replicas={replicas!r}: use an integer >= 1.")
+    if isinstance(per_replica_batch, bool) or not isinstance(per_replica_batch, int) or per_replica_batch < 1:
+        raise ValueError(f"per_replica_batch={per_replica_batch!r}: use an integer >= 1.")
     g = per_replica_batch * replicas
     speedup = n / one
-    return (f"Global batch fixed at {g}: {replicas} replicas trained at {n:,.0f} samples/s, 1 replica at {same:,.0f}: "
-            f"{_ratio_words(n / same)}, measured on {where}.\n"
-            f"Per-replica batch fixed at {per_replica_batch}: {replicas} replicas at {n:,.0f} samples/s (global batch "
-            f"{g}), 1 replica at {one:,.0f} (batch {per_replica_batch}): a speed-up of {speedup:.2f}x, a scaling "
-            f"efficiency of {speedup / replicas:.0%}.")
+    them = f"{replicas} replica{'s' if replicas != 1 else ''}"
+    return (f"Global batch fixed at {g}: {them} trained at {_rate(n)} samples/s, 1 replica at "
+            f"{_rate(same)}: {ratio_words(n / same, about_as_fast)} (rates within {about_as_fast:.0%} of each other "
+            f"count as about as fast), measured on {where}.\n"
+            f"Per-replica batch fixed at {per_replica_batch}: {them} at {_rate(n)} samples/s (global "
+            f"batch {g}), 1 replica at {_rate(one)} (batch {per_replica_batch}): a speed-up of {speedup:.2f}x, a "
+            f"scaling efficiency of {round(100 * speedup / replicas)}%.")
 
 
 def scaling_reading(speedup: float, replicas: int, kind: str, gpu_count: int, cores: int,
-                    all_reduce_ms: float | None = None, step_ms: float | None = None) -> str:
+                    all_reduce_ms: float | None = None, step_ms: float | None = None,
+                    filled_idle: float = FILLED_IDLE, near_ideal: float = NEAR_IDEAL) -> str:
     """Explain this run's speed-up and scaling efficiency from how its replicas share hardware, beside NVIDIA's.
+
+    The rules, stated in the sentence where they apply: on a split device (logical CPUs or logical
+    GPUs) a speed-up above `filled_idle` is read as one replica's small batch having left hardware
+    idle; on one GPU per replica an efficiency below `near_ideal` is short of the ideal. Both are
+    decided on the figures as printed (speed-up to 2 decimals, efficiency to whole percent).
 
     Args:
         speedup: samples/s of N replicas / samples/s of 1, per-replica batch fixed.
@@ -330,26 +386,31 @@ def scaling_reading(speedup: float, replicas: int, kind: str, gpu_count: int, co
         gpu_count: physical GPUs.
         cores: CPU cores.
         all_reduce_ms, step_ms: one all-reduce of the gradients and one N-replica step, when measured.
+        filled_idle, near_ideal: the thresholds above (:data:`FILLED_IDLE`, :data:`NEAR_IDEAL`).
 
     Example:
         >>> scaling_reading(1.0, 2, "CPU", 0, 2).startswith("The 2 replicas here are logical CPUs")
         True
     """
-    if not math.isfinite(speedup) or speedup <= 0 or not isinstance(replicas, int) or replicas < 1:
-        raise ValueError(f"speedup={speedup!r}, replicas={replicas!r}: use a positive speed-up and replicas >= 1.")
+    speedup = _positive("speedup", speedup)
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
+        raise ValueError(f"replicas={replicas!r}: use an integer >= 1.")
+    if kind not in ("CPU", "GPU"):
+        raise ValueError(f"kind={kind!r}: use 'CPU' or 'GPU'.")
     if replicas == 1:
         return "With N_REPLICAS = 1 there is nothing to scale: set it to 2 or more and run the notebook again."
-    efficiency = speedup / replicas
-    measured = f"Measured here: a speed-up of {speedup:.2f}x, a scaling efficiency of {efficiency:.0%}."
+    shown, percent = round(speedup, 2), round(100 * speedup / replicas)  # as printed
+    measured = f"Measured here: a speed-up of {shown:.2f}x, a scaling efficiency of {percent}%."
     overhead = ("every step also splits the batch, launches each replica's work, and all-reduces the gradients "
                 "before the update")
-    if all_reduce_ms is not None and step_ms:
+    if all_reduce_ms is not None and step_ms is not None and math.isfinite(all_reduce_ms) \
+            and math.isfinite(step_ms) and all_reduce_ms >= 0 and step_ms > 0:
         overhead += (f" (one all-reduce of the gradients took {all_reduce_ms:.2g} ms, {all_reduce_ms / step_ms:.0%} "
                      f"of a {step_ms:.2g} ms step)")
     split = kind == "CPU" or replicas > gpu_count
     if kind == "CPU":
-        text = (f"The {replicas} replicas here are logical CPUs: they share the same {cores} cores and TensorFlow's "
-                "thread pools, so they add no arithmetic units. ")
+        text = (f"The {replicas} replicas here are logical CPUs: they share the same {cores} "
+                f"core{'s' if cores != 1 else ''} and TensorFlow's thread pools, so they add no arithmetic units. ")
     elif split:
         text = (f"The {replicas} replicas here are logical GPUs split from {gpu_count} physical GPU(s): they share "
                 "each card's arithmetic units and memory bandwidth. ")
@@ -360,14 +421,21 @@ def scaling_reading(speedup: float, replicas: int, kind: str, gpu_count: int, co
         text += (f"{replicas} replicas with the same per-replica batch do {replicas} times the work of one on the same "
                  f"hardware, so the best to expect is a speed-up of about 1x (an efficiency of about "
                  f"{1 / replicas:.0%}). {measured} ")
-        if speedup > 1.2:
-            text += ("One replica with a small batch left part of the hardware idle, and the replicas filled it: "
-                     "the work per step grew, not the hardware. ")
+        if shown > filled_idle:
+            text += (f"That is above {filled_idle:.2f}x, the rule here for \"more than noise\": one replica with a "
+                     "small batch left part of the hardware idle, and the replicas filled it; the work per step "
+                     "grew, not the hardware. ")
         text += f"Beyond that, {overhead}. Extra replicas on a split device add overhead, never compute. "
     else:
         text += measured + " "
-        if efficiency < 0.9:
-            text += f"Short of the ideal because {overhead}: costs that a longer step (more work per replica) hides. "
+        if percent < round(100 * near_ideal):
+            text += (f"Below {near_ideal:.0%}, so short of the ideal, because {overhead}: costs that a longer step "
+                     "(more work per replica) hides. ")
+        elif percent > 100:
+            text += ("Above 100 %: more than N times one GPU's rate, which a busy moment during the one-GPU run "
+                     "also gives: time it again. ")
+        else:
+            text += f"At or above {near_ideal:.0%}: near the ideal. "
     nvidia = "; ".join(f"{p.speedup:.2f}x on {p.label} ({p.efficiency:.0%})" for p in PUBLISHED)
     return text + (f"For comparison, measured by NVIDIA with ResNet-50 in TensorFlow, per-GPU batch fixed: {nvidia} "
                    f"({SOURCE}).")

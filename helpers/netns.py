@@ -299,7 +299,11 @@ def exposure_reading(found: dict[str, Any]) -> str:
         Seen from this kernel, none of the 2 worker ports listens beyond loopback; inside the workers'
         network all 2 listen.
     """
-    ports, exposed, inside = found["ports"], found["exposed"], found["inside"]
+    ports = sorted({int(p) for p in found["ports"]})
+    if not ports:
+        raise ValueError("found['ports'] is empty: pass what exposure() returned for the workers' ports.")
+    exposed = None if found["exposed"] is None else sorted({int(p) for p in found["exposed"]} & set(ports))
+    inside = sorted({int(p) for p in found["inside"]} & set(ports))
     inner = (f"inside the workers' network all {len(ports)} listen" if inside == ports else
              f"inside the workers' network {len(inside)} of {len(ports)} listen")
     if exposed is None:
@@ -307,5 +311,6 @@ def exposure_reading(found: dict[str, Any]) -> str:
                 f"ports {ports}; {inner}.")
     if not exposed:
         return f"Seen from this kernel, none of the {len(ports)} worker ports listens beyond loopback; {inner}."
-    return (f"Warning: worker port(s) {', '.join(map(str, exposed))} listen on every interface of this machine: other "
-            "machines on its network can connect to them while the workers run.")
+    listed = ", ".join(map(str, exposed))
+    return (f"Warning: {len(exposed)} of the {len(ports)} worker ports ({listed}) listen on every "
+            "interface of this machine: other machines on its network can connect to them while the workers run.")

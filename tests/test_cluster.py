@@ -517,7 +517,8 @@ def test_caught_table_and_restart_reading():
     assert "a            passes          rejects" in table and table.splitlines()[-1].endswith("...")
     assert len(table.splitlines()[-1]) == 40
     text = cluster.restart_reading({"run 1": [(1, 1.0)], "run 2": [(2, 1.2)]}, 3, 1, 7, 10, [1.0, 2.0])
-    assert "came back as 7, not 10" in text and "not below" in text and "1 finished epoch(s)" in text
+    assert "came back as 7, not 10" in text and "above run 1's first epoch" in text and "1 finished epoch(s)" in text
+    assert "does not look like a continuation" in text
     assert "weights differ" in text
     assert "no epoch" in cluster.restart_reading({"run 1": [], "run 2": []}, 2, 1, 10, 10, [])
 

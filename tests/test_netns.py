@@ -250,7 +250,7 @@ def test_listening_ports_reads_both_families_from_proc():
 
 def test_exposure_reading_says_what_was_measured():
     assert netns.exposure_reading({"ports": [1, 2], "exposed": [2], "inside": [1, 2]}).startswith(
-        "Warning: worker port(s) 2 listen on every interface")
+        "Warning: 1 of the 2 worker ports (2) listen on every interface")
     assert "cannot check" in netns.exposure_reading({"ports": [1], "exposed": None, "inside": []})
     assert "1 of 2 listen" in netns.exposure_reading({"ports": [1, 2], "exposed": [], "inside": [1]})
     with pytest.raises(ValueError, match="mode="):

@@ -1,0 +1,145 @@
+"""Property tests of the sentences helpers.cluster and helpers.netns write: each agrees with its numbers."""
+
+import math
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from helpers import cluster, netns
+
+losses = st.floats(min_value=0, max_value=10, allow_nan=False)
+epochs = st.integers(0, 20)
+
+
+# --------------------------------------------------------------------------- restart_reading
+@given(before=losses, after=losses, killed=epochs, resumed=epochs, steps=st.integers(1, 100),
+       step_off=st.sampled_from([0, 0, 1, -1]), extra=st.integers(0, 5))
+def test_restart_reading_agrees_with_the_losses_and_epochs_it_prints(before, after, killed, resumed, steps,
+                                                                     step_off, extra):
+    step = resumed * steps + step_off
+    first = resumed + 1
+    run_2 = [(first + i, after) for i in range(extra + 1)]
+    text = cluster.restart_reading({"run 1": [(1, before)], "run 2": run_2}, killed, resumed, step, steps, [])
+    assert text.startswith(f"Run 2 restored {resumed} finished epochs")
+    trained = f"epoch {first}." if extra == 0 else f"epochs {first} to {first + extra}."
+    assert f"then trained {trained}" in text
+    if step_off:
+        assert f"came back as {step}, not {resumed * steps}" in text
+    else:
+        assert f"{step} = {resumed} x {steps} steps" in text
+    shown_after, shown_before = f"{after:.3f}", f"{before:.3f}"
+    assert f"mean loss of {shown_after}, " in text and f"first epoch ({shown_before})" in text
+    assert ("below run 1's" in text) == (float(shown_after) < float(shown_before))
+    assert ("training went on from the checkpoint" in text) == (float(shown_after) < float(shown_before))
+    assert ("equal to run 1's" in text) == (shown_after == shown_before)
+    if killed >= 1 and killed - 1 >= resumed:
+        assert f"half of epoch {killed}" in text
+        assert ("finished epoch(s) after the last checkpoint" in text) == (killed - 1 > resumed)
+        if killed - 1 > resumed:
+            assert f"and {killed - 1 - resumed} finished epoch(s)" in text
+    else:
+        assert "Lost to the crash" not in text
+
+
+@given(base=st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), n=st.integers(2, 8),
+       offset=st.floats(min_value=0, max_value=1e3), tolerance=st.sampled_from([0.0, 1e-9, 1e-6, 1e-3]))
+def test_restart_reading_calls_weights_identical_only_within_the_stated_tolerance(base, n, offset, tolerance):
+    checksums = [base] * (n - 1) + [base + offset]
+    text = cluster.restart_reading({"run 2": [(1, 0.5)]}, 1, 0, 0, 10, checksums, tolerance=tolerance)
+    same = max(checksums) - min(checksums) <= tolerance * max(1.0, abs(max(checksums, key=abs)))
+    assert ("identical weights" in text) == same
+    assert ("weights differ" in text) == (not same)
+    who = "Both workers" if n == 2 else f"All {n} workers"
+    if same:
+        assert f"{who} end with identical weights" in text
+        assert (f"within {tolerance:.0e} relative" if tolerance else "exactly equal") in text
+    else:
+        low, high = re.search(r"from (\S+) to (\S+), (more than|not exactly)", text).groups()[:2]
+        assert float(low) == pytest.approx(min(checksums)) and float(high) == pytest.approx(max(checksums))
+
+
+def test_restart_reading_with_one_worker_nan_and_nothing_recorded():
+    one = cluster.restart_reading({"run 2": [(1, 0.5)]}, 1, 0, 0, 10, [3.0])
+    assert "The one worker ends" in one and "identical" not in one
+    nan = cluster.restart_reading({"run 1": [(1, 1.0)], "run 2": [(2, float("nan"))]}, 2, 1, 10, 10,
+                                  [1.0, float("nan")])
+    assert "below" not in nan and "diverged" in nan and "identical" not in nan
+    assert "no epoch" in cluster.restart_reading({"run 1": [(1, 1.0)]}, 2, 1, 10, 10, [])
+    with pytest.raises(ValueError, match="tolerance="):
+        cluster.restart_reading({"run 2": [(1, 0.5)]}, 1, 0, 0, 10, [], tolerance=-1)
+
+
+# --------------------------------------------------------------------------- worker_devices' sentence
+@given(gpus=st.integers(0, 8), workers=st.integers(1, 8), parent=st.sampled_from([None, "", "-1", "2,3", "0,1,2,3"]))
+def test_worker_devices_sentence_names_the_collective_it_chose(gpus, workers, parent):
+    envs, collective, text = cluster.worker_devices(gpus, workers, parent=parent)
+    assert len(envs) == workers
+    assert f"{workers} workers" in text
+    assert ("NCCL, as on a GPU cluster" in text) == (collective == "NCCL")
+    if collective == "NCCL":  # NCCL only when every worker has a GPU of its own
+        assert len({env["CUDA_VISIBLE_DEVICES"] for env in envs}) == workers
+    assert ("No GPU" in text) == all(env["CUDA_VISIBLE_DEVICES"] == "-1" for env in envs)
+    for env in envs:
+        if env["CUDA_VISIBLE_DEVICES"] != "-1":
+            assert env["CUDA_VISIBLE_DEVICES"] in text
+
+
+# --------------------------------------------------------------------------- caught_table
+@given(found=st.dictionaries(st.sampled_from(["a", "typo", "bad value"]),
+                             st.fixed_dictionaries({c: st.lists(st.text("xyz: ", min_size=1, max_size=5), max_size=2)
+                                                    for c in ("lenient schema", "strict schema", "cross-checks")}),
+                             min_size=1))
+def test_caught_table_says_rejects_exactly_where_a_check_found_errors(found):
+    table = cluster.caught_table(found)
+    rows = table.split("\n\n")[0].splitlines()[1:]
+    columns = list(next(iter(found.values())))  # the table's columns: the first copy's checks, in order
+    for row, (label, checks) in zip(rows, found.items(), strict=True):
+        assert row.startswith(label)
+        words = row[len(label):].split()
+        assert words == ["rejects" if checks[c] else "passes" for c in columns]
+
+
+# --------------------------------------------------------------------------- netns.exposure_reading
+port_lists = st.lists(st.integers(1024, 65535), min_size=1, max_size=6, unique=True)
+
+
+@given(ports=port_lists, data=st.data())
+def test_exposure_reading_counts_the_ports_it_was_given(ports, data):
+    exposed = data.draw(st.one_of(st.none(), st.lists(st.sampled_from(ports), unique=True)))
+    inside = data.draw(st.lists(st.sampled_from(ports), unique=True))
+    text = netns.exposure_reading({"ports": ports, "exposed": exposed, "inside": inside})
+    if exposed is None:
+        assert "cannot check" in text and str(sorted(ports)) in text
+    elif exposed:
+        assert text.startswith(f"Warning: {len(exposed)} of the {len(ports)} worker ports (")
+        assert ", ".join(map(str, sorted(exposed))) in text
+    else:
+        assert f"none of the {len(ports)} worker ports listens beyond loopback" in text
+    if exposed is None or not exposed:
+        inner = (f"all {len(ports)} listen" if sorted(inside) == sorted(ports) else
+                 f"{len(inside)} of {len(ports)} listen")
+        assert text.endswith(f"inside the workers' network {inner}.")
+    assert ("Warning" in text) == bool(exposed)
+
+
+def test_exposure_reading_ignores_ports_that_are_not_the_workers_and_refuses_none():
+    text = netns.exposure_reading({"ports": [1, 2], "exposed": [3], "inside": [1, 2, 3]})
+    assert text.startswith("Seen from this kernel, none of the 2") and text.endswith("all 2 listen.")
+    with pytest.raises(ValueError, match="ports"):
+        netns.exposure_reading({"ports": [], "exposed": [], "inside": []})
+
+
+# --------------------------------------------------------------------------- PrivateNetwork.reading
+@given(mode=st.sampled_from([None, *sorted(netns.MODES)]), why=st.text("abc ", max_size=20),
+       interfaces=st.lists(st.sampled_from(["lo", "eth0"]), max_size=2, unique=True))
+def test_private_network_reading_warns_exactly_when_there_is_no_private_network(mode, why, interfaces):
+    network = netns.PrivateNetwork(make=lambda: (mode, {}, why, interfaces))
+    text = network.reading()
+    assert text.startswith("Warning") == (mode is None)
+    if mode is None:
+        assert f"({why})" in text
+    else:
+        assert netns.MODES[mode] in text and (", ".join(interfaces) or "lo") in text
+    assert not math.isnan(len(text))

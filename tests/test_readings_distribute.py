@@ -1,0 +1,157 @@
+"""Property tests of the sentences helpers.distribute writes: each agrees with the numbers it was given."""
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from helpers import distribute
+
+rates = st.floats(min_value=1e-3, max_value=1e9, allow_nan=False, allow_infinity=False)
+ratios = st.floats(min_value=1e-6, max_value=1e6, allow_nan=False, allow_infinity=False)
+bad_numbers = st.sampled_from([0.0, -1.0, float("nan"), float("inf"), -float("inf")])
+
+
+def _rate(value):
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+# --------------------------------------------------------------------------- ratio_words
+@given(ratio=ratios, band=st.sampled_from([0.0, 0.01, 0.05, 0.1, 0.5]))
+def test_ratio_words_never_says_faster_when_slower_and_quotes_the_printed_ratio(ratio, band):
+    words = distribute.ratio_words(ratio, band)
+    limit = round(1 + band, 2)
+    number = float(re.search(r"(\d+\.\d\d)x", words).group(1))
+    if words.endswith("faster"):
+        assert ratio > 1 or band == 0 and round(ratio, 2) >= 1
+        assert number == round(ratio, 2) >= limit
+    elif words.endswith("slower"):
+        assert ratio < 1 or band == 0 and round(1 / ratio, 2) >= 1
+        assert number == round(1 / ratio, 2) >= limit
+    else:
+        assert words.startswith("about as fast")
+        assert number == round(ratio, 2) and round(ratio, 2) < limit and round(1 / ratio, 2) < limit
+
+
+@pytest.mark.parametrize("ratio, words", [(1.0, "about as fast (1.00x)"), (1.05, "1.05x faster"),
+                                          (1.0449, "about as fast (1.04x)"), (1.0451, "1.05x faster"),
+                                          (1 / 1.05, "1.05x slower"), (0.96, "about as fast (0.96x)")])
+def test_ratio_words_at_the_boundary_follows_the_printed_figure(ratio, words):
+    assert distribute.ratio_words(ratio) == words
+
+
+@given(bad=bad_numbers)
+def test_ratio_words_refuses_what_is_not_a_rate(bad):
+    with pytest.raises(ValueError, match="ratio="):
+        distribute.ratio_words(bad)
+
+
+# --------------------------------------------------------------------------- throughput_reading
+@given(same=rates, n=rates, one=rates, replicas=st.integers(1, 64), per=st.integers(1, 1024))
+def test_throughput_reading_quotes_the_rates_and_agrees_with_them(same, n, one, replicas, per):
+    text = distribute.throughput_reading({"1_same_global": same, "N": n, "1": one}, replicas, per, "this CPU")
+    first, second = text.splitlines()
+    assert f"Global batch fixed at {per * replicas}:" in first
+    assert f"trained at {_rate(n)} samples/s, 1 replica at {_rate(same)}:" in first
+    words = distribute.ratio_words(n / same)
+    assert f": {words} (rates within 5% of each other count as about as fast)" in first
+    if "faster" in first:
+        assert n > same
+    if "slower" in first:
+        assert n < same
+    assert f"a speed-up of {n / one:.2f}x" in second
+    assert second.endswith(f"a scaling efficiency of {round(100 * n / one / replicas)}%.")
+    assert f"1 replica at {_rate(one)} (batch {per})" in second
+
+
+@given(rate=rates, replicas=st.integers(1, 8))
+def test_throughput_reading_of_equal_rates_says_about_as_fast_and_one_over_n(rate, replicas):
+    text = distribute.throughput_reading({"1_same_global": rate, "N": rate, "1": rate}, replicas, 64, "x")
+    assert "about as fast (1.00x)" in text and "a speed-up of 1.00x" in text
+    assert f"scaling efficiency of {round(100 / replicas)}%" in text
+
+
+@given(bad=bad_numbers, key=st.sampled_from(["1_same_global", "N", "1"]))
+def test_throughput_reading_refuses_zero_negative_and_nan_naming_the_rate(bad, key):
+    rates_given = {"1_same_global": 100.0, "N": 100.0, "1": 100.0, key: bad}
+    with pytest.raises(ValueError, match=re.escape(f"samples_per_s[{key!r}]")):
+        distribute.throughput_reading(rates_given, 2, 64, "x")
+
+
+def test_throughput_reading_refuses_bad_counts():
+    for replicas, per in ((0, 64), (2, 0), (True, 64), (2.0, 64)):
+        with pytest.raises(ValueError):
+            distribute.throughput_reading({"1_same_global": 1, "N": 1, "1": 1}, replicas, per, "x")
+
+
+# --------------------------------------------------------------------------- scaling_reading
+@given(speedup=st.floats(min_value=1e-3, max_value=200, allow_nan=False), replicas=st.integers(2, 64),
+       kind=st.sampled_from(["CPU", "GPU"]), gpu_count=st.integers(0, 16), cores=st.integers(1, 64),
+       filled_idle=st.sampled_from([1.0, 1.2, 1.5]), near_ideal=st.sampled_from([0.8, 0.9, 0.95]))
+def test_scaling_reading_applies_its_stated_rules_to_the_printed_figures(speedup, replicas, kind, gpu_count, cores,
+                                                                         filled_idle, near_ideal):
+    text = distribute.scaling_reading(speedup, replicas, kind, gpu_count, cores,
+                                      filled_idle=filled_idle, near_ideal=near_ideal)
+    shown, percent = round(speedup, 2), round(100 * speedup / replicas)
+    assert f"a speed-up of {shown:.2f}x, a scaling efficiency of {percent}%." in text
+    split = kind == "CPU" or replicas > gpu_count
+    assert ("logical CPUs" in text) == (kind == "CPU")
+    assert ("has its own GPU" in text) == (not split)
+    assert ("left part of the hardware idle" in text) == (split and shown > filled_idle)
+    if "left part of the hardware idle" in text:
+        assert f"above {filled_idle:.2f}x" in text
+    assert ("short of the ideal" in text) == (not split and percent < round(100 * near_ideal))
+    assert ("near the ideal" in text) == (not split and round(100 * near_ideal) <= percent <= 100)
+    if kind == "CPU":
+        assert f"same {cores} core{'s' if cores != 1 else ''} " in text
+    assert "7.70x on 8x A100" in text and "DeepLearningExamples" in text
+
+
+@given(reduce_ms=st.floats(min_value=0, max_value=1e3), step_ms=st.floats(min_value=1e-3, max_value=1e3))
+def test_scaling_reading_quotes_the_all_reduce_share_it_was_given(reduce_ms, step_ms):
+    text = distribute.scaling_reading(0.9, 2, "CPU", 0, 2, all_reduce_ms=reduce_ms, step_ms=step_ms)
+    assert f"took {reduce_ms:.2g} ms, {reduce_ms / step_ms:.0%} of a {step_ms:.2g} ms step" in text
+
+
+def test_scaling_reading_leaves_out_an_unmeasured_or_nan_all_reduce():
+    for reduce_ms, step_ms in ((None, 5.0), (1.0, None), (float("nan"), 5.0), (1.0, 0.0), (1.0, float("nan"))):
+        assert "one all-reduce" not in distribute.scaling_reading(1.0, 2, "CPU", 0, 2, reduce_ms, step_ms)
+
+
+@given(bad=bad_numbers)
+def test_scaling_reading_refuses_a_speedup_that_is_no_rate(bad):
+    with pytest.raises(ValueError, match="speedup="):
+        distribute.scaling_reading(bad, 2, "CPU", 0, 2)
+
+
+def test_scaling_reading_refuses_bad_replicas_and_kind():
+    for args in ((1.0, 0, "CPU"), (1.0, 2.0, "CPU"), (1.0, 2, "TPU")):
+        with pytest.raises(ValueError):
+            distribute.scaling_reading(*args, 0, 2)
+
+
+# --------------------------------------------------------------------------- devices_reading
+@given(n=st.integers(1, 16), asked=st.integers(1, 16), kind=st.sampled_from(["CPU", "GPU"]),
+       gpu_count=st.integers(0, 16), extra=st.one_of(st.none(), st.integers(0, 16)))
+def test_devices_reading_counts_what_it_was_given(n, asked, kind, gpu_count, extra):
+    devices = [f"/device:{kind}:{i}" for i in range(n)]
+    available = None if extra is None else n + extra
+    text = distribute.devices_reading(asked, devices, kind, gpu_count, available=available)
+    assert text.startswith(f"{n} replica{'s' if n != 1 else ''} on {n} ")
+    assert ", ".join(devices) in text
+    assert ("logical CPU" in text.split(":")[0]) == (kind == "CPU")
+    assert ("one replica each" in text) == (kind == "GPU" and n <= gpu_count)
+    assert ("Kernel > Restart" in text) == (n < asked)
+    if n < asked:
+        assert f"N_REPLICAS is {asked}" in text and f"goes on with {n} replica(s)" in text
+    assert ("This kernel has" in text) == (available is not None and available > n)
+    if available is not None and available > n:
+        assert f"This kernel has {available} " in text and f"the other {available - n} take no part" in text
+
+
+def test_devices_reading_refuses_no_devices_and_an_unknown_kind():
+    with pytest.raises(ValueError, match="devices="):
+        distribute.devices_reading(2, [], "CPU", 0)
+    with pytest.raises(ValueError, match="kind="):
+        distribute.devices_reading(2, ["/device:TPU:0"], "TPU", 0)

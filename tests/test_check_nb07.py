@@ -1,5 +1,7 @@
 """Checks of notebook 07: model answers pass; constants and plausible mistakes are refused with the right hint."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -16,20 +18,38 @@ def model_split(global_batch, replicas):
 def test_per_replica_batch_model_answer_and_variants_pass():
     assert check.per_replica_batch(model_split).ok
 
-    def true_division(global_batch, replicas):
-        if global_batch % replicas != 0:
-            raise ValueError("uneven")
-        return global_batch / replicas  # a whole float, 128.0
-
     def with_divmod(global_batch, replicas):
         per, rest = divmod(global_batch, replicas)
         if rest:
             raise ValueError("uneven")
         return np.int64(per)
 
-    for answer in (true_division, with_divmod):
+    def int_of_an_exact_division(global_batch, replicas):
+        if global_batch % replicas != 0:
+            raise ValueError(f"{global_batch} does not split over {replicas}")
+        return int(global_batch / replicas)  # exact here, and an int
+
+    def with_operator(global_batch, replicas):
+        import operator
+
+        if operator.mod(global_batch, replicas):
+            raise ValueError("uneven")
+        return operator.floordiv(global_batch, replicas)
+
+    for answer in (with_divmod, int_of_an_exact_division, with_operator):
         fb = check.per_replica_batch(answer)
         assert fb.ok, (answer.__name__, fb.message)
+
+
+def _refusing(rest):
+    """A right answer for even splits that does `rest(g, r)` for uneven ones."""
+    def answer(g, r):
+        return g // r if g % r == 0 else rest(g, r)
+    return answer
+
+
+def _too_strict(g, r):
+    raise ValueError("never splits")
 
 
 @pytest.mark.parametrize("answer, hint", [
@@ -38,16 +58,24 @@ def test_per_replica_batch_model_answer_and_variants_pass():
     (64, "Answer with a function"),
     (lambda g, r: None, "returns None"),
     (lambda g, r: 64, "whatever the inputs"),
-    (lambda g, r: g // r, "do not split evenly"),  # rounds instead of refusing
-    (lambda g, r: round(g / r), "do not split evenly"),
-    (lambda g, r: g / r, "do not split evenly"),
+    (lambda g, r: g / r, "`/` is true division"),  # 128.0: tf.data's batch() needs an int
+    (_refusing(lambda g, r: g / r), "do not split evenly"),  # 33.33 for an uneven split
+    (lambda g, r: np.float64(g // r), "needs an int"),
+    (lambda g, r: g // r, "do not split evenly"),  # rounds down instead of refusing
+    (lambda g, r: round(g / r), "rounding would drop examples"),
+    (lambda g, r: -(-g // r), "rounding would drop examples"),  # rounds up
+    (lambda g, r: r // g, "upside down"),
     (lambda g, r: g * r, "You multiplied"),
     (lambda g, r: g if r > 1 else g + 1, "That is the global batch"),
-    (lambda g, r: g // r + 1, "equal slice"),
+    (lambda g, r: g // r + 1, "Off by one"),
+    (lambda g, r: g // r - 1, "Off by one"),
     (lambda g, r: 1 / 0, "raised ZeroDivisionError"),
-    (lambda g, r: (g // r) if g % r == 0 else 1 / 0, "Raise ValueError"),
-    (lambda g, r: g / r + 0.5, "whole number"),
+    (_refusing(lambda g, r: 1 / 0), "Raise ValueError"),
+    (_refusing(lambda g, r: exec("assert g % r == 0", {"g": g, "r": r})), "Raise ValueError"),  # AssertionError
+    (_too_strict, "raise only when global_batch % replicas is not 0"),
+    (lambda g, r: g / r + 0.5, "not a whole number"),
     (lambda g, r: str(g // r), "whole number"),
+    (lambda g, r: True, "whole number"),
 ])
 def test_per_replica_batch_refuses_constants_and_mistakes_with_a_hint(answer, hint):
     fb = check.per_replica_batch(answer)
@@ -81,16 +109,49 @@ def test_average_loss_accepts_tensorflow_answers():
     (lambda p, g: p / g, "Return one number"),
     (lambda p, g: p.max() / g, "Sum the slice's losses"),
     (lambda p, g: p.sum() / undefined_name, "raised NameError"),  # noqa: F821
+    (lambda p, g: p.astype(np.float16).sum() / g, "the rounding of float16"),
+    (lambda p, g: np.float16(p.sum() / g), "the rounding of float16"),
+    (lambda p, g: round(float(p.sum() / g), 2), "you rounded to 2 decimals"),
+    (lambda p, g: round(float(p.sum() / g), 4), "you rounded to 4 decimals"),
+    (lambda p, g: p.sum() // g, "`//` is floor division"),
+    (lambda p, g: p.sum() / (g - 1), "divided by global_batch - 1"),
 ])
 def test_average_loss_refuses_constants_and_mistakes_with_a_hint(answer, hint):
     fb = check.average_loss(answer)
     assert not fb.ok and hint in fb.message, fb.message
 
 
+def test_average_loss_written_other_ways_passes():
+    assert check.average_loss(lambda p, g: np.add.reduce(p, dtype=np.float64) / g).ok
+    assert check.average_loss(lambda p, g: sum(float(x) for x in p) / g).ok
+
+
+def test_average_loss_hint_never_prints_two_equal_numbers_as_different():
+    """A float16 sum once got 'sum to 1.718, but the batch's mean loss is 1.718'."""
+    import re
+
+    message = check.average_loss(lambda p, g: p.astype(np.float16).sum() / g).message
+    total, mean = re.search(r"sum to (\S+), but the batch's mean loss is (\S+)\.", message).groups()
+    assert total != mean, message
+
+
+def test_average_loss_names_bfloat16():
+    tf = pytest.importorskip("tensorflow")
+    fb = check.average_loss(lambda p, g: tf.reduce_sum(tf.cast(p, tf.bfloat16)) / g)
+    assert not fb.ok and "bfloat16" in fb.message, fb.message
+
+
 # --------------------------------------------------------------------------- exercise 3: scaling_efficiency
 def test_scaling_efficiency_model_answer_and_variants_pass():
     assert check.scaling_efficiency(lambda s1, sn, n: sn / s1 / n).ok
     assert check.scaling_efficiency(lambda s1, sn, n: np.float32(sn) / (np.float32(s1) * n)).ok
+    assert check.scaling_efficiency(lambda s1, sn, n: (sn / n) / s1).ok  # per-device rate over one device's
+
+    def in_steps(samples_1, samples_n, n):
+        speedup = samples_n / samples_1
+        return speedup / n
+
+    assert check.scaling_efficiency(in_steps).ok
 
 
 @pytest.mark.parametrize("answer, hint", [
@@ -106,6 +167,13 @@ def test_scaling_efficiency_model_answer_and_variants_pass():
     (lambda s1, sn, n: sn / (s1 + n), "Divide the speed-up"),
     (lambda s1, sn, n: "0.9", "Return a number"),
     (lambda s1, sn, n: sn / s1 / (n - 1), "raised ZeroDivisionError"),
+    (lambda s1, sn, n: sn / s1 / (n - 1) if n > 1 else 1.0, "divided by n - 1"),
+    (lambda s1, sn, n: round(sn / s1 / n, 2), "you rounded to 2 decimals"),
+    (lambda s1, sn, n: round(sn / s1 / n, 3), "you rounded to 3 decimals"),
+    (lambda s1, sn, n: math.floor(100 * sn / s1 / n) / 100, "you cut it to 2 decimals"),
+    (lambda s1, sn, n: round(100 * sn / s1 / n), "percentage, rounded to 0 decimals"),
+    (lambda s1, sn, n: sn // s1 / n, "`//` is floor division"),
+    (lambda s1, sn, n: float(np.float16(sn) / np.float16(s1) / n), "low-precision arithmetic"),
 ])
 def test_scaling_efficiency_refuses_constants_and_mistakes_with_a_hint(answer, hint):
     fb = check.scaling_efficiency(answer)

@@ -2,8 +2,9 @@
 
 Each exercise asks for a function, and the check calls it on inputs it makes up:
 
-* ``per_replica_batch(global_batch, replicas)`` on batches that split evenly, and on some that do
-  not (it must raise ``ValueError`` there, not round);
+* ``per_replica_batch(global_batch, replicas)`` on batches that split evenly (it must return an
+  int: ``tf.data``'s ``batch`` takes no float), and on some that do not (it must raise
+  ``ValueError`` there, not round);
 * ``average_loss(per_example, global_batch)`` on one replica's slice of a made-up global batch, for
   every slice: the sum over the replicas (what the all-reduce computes) must be the mean loss of the
   whole batch, whatever the number of replicas;
@@ -21,9 +22,7 @@ from helpers.check._feedback import Feedback, call, not_filled, number, returned
 
 __all__ = ["per_replica_batch", "average_loss", "scaling_efficiency"]
 
-
-
-
+EXACT = 1e-6  # relative: float32 arithmetic on these losses stays within it, float16 (2**-10 steps) does not
 
 
 def _close(a: float, b: float, rel: float = 1e-4) -> bool:
@@ -44,8 +43,17 @@ SPLITS = ((256, 2, 128), (256, 8, 32), (96, 3, 32), (64, 1, 64), (1024, 16, 64),
 UNEVEN = ((100, 3), (10, 4), (6, 4))
 
 
+def _is_int(value: Any) -> bool:
+    """An int, a NumPy integer or an integer scalar tensor; not a bool, not a float that happens to be whole."""
+    if hasattr(value, "numpy") and hasattr(value, "dtype") and not isinstance(value, np.generic):
+        return bool(getattr(value.dtype, "is_integer", False)) and getattr(value, "ndim", 0) == 0
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def per_replica_batch(answer: Any) -> Feedback:
-    """Exercise 07.1: ``per_replica_batch(global_batch, replicas)`` -> examples per replica, or ``ValueError``.
+    """Exercise 07.1: ``per_replica_batch(global_batch, replicas)`` -> examples per replica (an int), or ``ValueError``.
+
+    ``tf.data``'s ``batch(...)`` needs an integer, so a whole float such as ``64.0`` is refused.
 
     Example:
         >>> def split(global_batch, replicas):
@@ -61,25 +69,40 @@ def per_replica_batch(answer: Any) -> Feedback:
         return fb
     got = []
     for g, r, _ in SPLITS:
-        out, fb = call(answer, g, r, show_args=True)
-        if fb is not None:
-            return fb
+        try:
+            out = answer(g, r)
+        except ValueError as exc:
+            return wrong(f"per_replica_batch({g}, {r}) raised ValueError ({exc}). {g} examples split evenly over {r} "
+                         f"replicas ({g} % {r} == 0): raise only when global_batch % replicas is not 0.")
+        except Exception:  # noqa: BLE001 - the learner's code may raise anything: call() words it
+            return call(answer, g, r, show_args=True)[1]
         if out is None:
             return returned_none("per_replica_batch")
         value = number(out)
-        if value is None or not math.isfinite(value) or value != int(value):
+        if value is None or not math.isfinite(value):
             return wrong(f"per_replica_batch({g}, {r}) returned {out!r}. Return a whole number of examples (an int): "
                          "use // once you know the division is exact.")
+        if value == int(value) and not _is_int(out):
+            return wrong(f"per_replica_batch({g}, {r}) returned {out!r}, a {type(out).__name__}: tf.data's batch() "
+                         "needs an int. `/` is true division and gives a float even when the division is exact: use "
+                         "// (integer division) once you know global_batch % replicas is 0.")
+        if value != int(value):
+            return wrong(f"per_replica_batch({g}, {r}) returned {out!r}: not a whole number of examples. Return an "
+                         "int: use // once you know the division is exact.")
         got.append(int(value))
-    if len(set(got)) == 1:
-        return wrong(f"Your function returns {got[0]} whatever the inputs. Compute it from global_batch and replicas.")
     for (g, r, right), value in zip(SPLITS, got, strict=True):
         if value == right:
             continue
-        if value == g * r:
+        if all(v == r // g for (g, r, _), v in zip(SPLITS, got, strict=True)):
+            hint = "Your division is upside down: the replicas share the global batch, global_batch / replicas."
+        elif len(set(got)) == 1:
+            hint = f"Your function returns {got[0]} whatever the inputs. Compute it from global_batch and replicas."
+        elif value == g * r:
             hint = "You multiplied. Each replica gets a slice of the global batch: global_batch / replicas examples."
         elif value == g:
             hint = "That is the global batch. The replicas share it: each gets global_batch / replicas examples."
+        elif value == right + 1 or value == right - 1:
+            hint = "Off by one. Each replica gets an equal slice: exactly global_batch / replicas examples."
         else:
             hint = "Each replica gets an equal slice: global_batch / replicas examples."
         return wrong(f"per_replica_batch({g}, {r}) returned {value}, expected {right}. {hint}")
@@ -120,7 +143,7 @@ def average_loss(answer: Any) -> Feedback:
     """
     if (fb := _callable_or_feedback(answer, "average_loss(per_example, global_batch)")) is not None:
         return fb
-    answers = []
+    answers, raw_outputs = [], []
     for losses, replicas in _made_up_batches():
         parts = []
         for part in np.split(losses, replicas):
@@ -134,19 +157,34 @@ def average_loss(answer: Any) -> Feedback:
                 return wrong(f"average_loss returned {type(out).__name__} {out!r}. Return one number (a scalar): the "
                              "replica's share of the loss, not one value per example.")
             parts.append((part, value))
+            raw_outputs.append(out.numpy() if hasattr(out, "numpy") else out)
         answers.append((losses, replicas, parts))
     values = [v for _, _, parts in answers for _, v in parts]
+    rights = [float(part.sum(dtype="float64")) / len(losses) for losses, _, parts in answers for part, _ in parts]
+    pairs = list(zip(values, rights, strict=True))
+    if all(math.isfinite(v) for v in values) and not all(_close(v, r, EXACT) for v, r in pairs):
+        if all(v == math.floor(r) for v, r in pairs):
+            return wrong(f"Your function returns {values[0]:g} where the share is {rights[0]:.6g}: `//` is floor "
+                         "division and cuts the share down to a whole number. Use / (true division).")
+        for k in range(7):
+            if all(v == round(r, k) for v, r in pairs):
+                return wrong(f"Your function returns {values[0]!r} where the share is {rights[0]!r}: you rounded to "
+                             f"{k} decimal{'s' if k != 1 else ''}. The all-reduce adds the replicas' shares, and "
+                             "rounding each one makes their sum miss the batch's mean: return the full value, and "
+                             "round only when you print it.")
     if len(set(values)) == 1:
         return wrong(f"Your function returns {values[0]:g} whatever the losses. Compute it from per_example and "
                      "global_batch.")
     for losses, replicas, parts in answers:
         total = sum(v for _, v in parts)
         mean = float(losses.mean(dtype="float64"))
-        if _close(total, mean):
+        if _close(total, mean, EXACT):
             continue
+        digits = next((d for d in range(4, 17) if f"{total:#.{d}g}" != f"{mean:#.{d}g}"), 17)
         where = (f"A global batch of {len(losses)} examples over {replicas} replica(s): the replicas' answers sum "
-                 f"to {total:.4g}, but the batch's mean loss is {mean:.4g}.")
+                 f"to {total:#.{digits}g}, but the batch's mean loss is {mean:#.{digits}g}.")
         part, value = parts[0]
+        dtypes = {str(getattr(v, "dtype", "")) for v in raw_outputs}
         if (replicas > 1 and _close(total, replicas * mean, rel=1e-3)) or _close(value, float(part.mean())):
             hint = ("You averaged over the replica's own slice. The all-reduce then adds the replicas' gradients, "
                     "so the update comes out replicas times too large. Divide the slice's sum by the global batch.")
@@ -154,6 +192,13 @@ def average_loss(answer: Any) -> Feedback:
             hint = "That is the slice's sum. Divide it by global_batch, the examples of all replicas together."
         elif _close(total, mean / replicas, rel=1e-3):
             hint = "You divided twice. Divide the slice's sum by global_batch, once."
+        elif _close(total, mean * len(losses) / (len(losses) - 1), rel=1e-4):
+            hint = "Off by one: you divided by global_batch - 1. Divide by global_batch."
+        elif "float16" in dtypes or "bfloat16" in dtypes or _close(total, mean, rel=4e-3):
+            kind = "float16" if "float16" in dtypes else "bfloat16" if "bfloat16" in dtypes else "a 16-bit float"
+            hint = (f"Close, but off by {abs(total - mean) / mean:.1e} relative: the rounding of {kind}, which keeps "
+                    "only about 3 significant digits (a relative step of 2**-10 for float16, 2**-7 for bfloat16). "
+                    "Compute the sum in float32 or float64: drop the astype, or pass dtype=np.float64 to sum.")
         else:
             hint = "Sum the slice's losses and divide by global_batch (what tf.nn.compute_average_loss does)."
         return wrong(f"{where} {hint}")
@@ -189,11 +234,29 @@ def scaling_efficiency(answer: Any) -> Feedback:
         if value is None or not math.isfinite(value):
             return wrong(f"scaling_efficiency({s1:g}, {sn:g}, {n}) returned {out!r}. Return a number.")
         got.append(value)
+    rights = [sn / s1 / n for s1, sn, n in THROUGHPUTS]
+    if not all(_close(v, r, EXACT) for v, r in zip(got, rights, strict=True)):
+        i = next(i for i, (v, r) in enumerate(zip(got, rights, strict=True)) if not _close(v, r, EXACT))
+        (s1, sn, n), value, right = THROUGHPUTS[i], got[i], rights[i]
+        call_text = f"scaling_efficiency({s1:g}, {sn:g}, {n}) returned {value!r}, expected {right!r}"
+        if all(v == (b // a) / k for v, (a, b, k) in zip(got, THROUGHPUTS, strict=True)):
+            return wrong(f"{call_text}. `//` is floor division: samples_n // samples_1 cuts the speed-up down to a "
+                         "whole number. Use / (true division).")
+        for k in range(5):
+            if all(v == round(r, k) for v, r in zip(got, rights, strict=True)):
+                return wrong(f"{call_text}: you rounded to {k} decimal{'s' if k != 1 else ''}. Return the full value; "
+                             "round only when you print it (f\"{efficiency:.0%}\").")
+            if all(v == math.floor(r * 10**k) / 10**k for v, r in zip(got, rights, strict=True)):
+                return wrong(f"{call_text}: you cut it to {k} decimal{'s' if k != 1 else ''} (int() or floor). "
+                             "Return the full value; round only when you print it.")
+            if all(v == round(100 * r, k) for v, r in zip(got, rights, strict=True)):
+                return wrong(f"{call_text}: that looks like a percentage, rounded to {k} decimal"
+                             f"{'s' if k != 1 else ''}. Return a fraction (0.9, not 90), unrounded.")
     if len(set(got)) == 1:
         return wrong(f"Your function returns {got[0]:g} whatever the throughputs. Compute it from the arguments.")
     for (s1, sn, n), value in zip(THROUGHPUTS, got, strict=True):
         right = sn / s1 / n
-        if _close(value, right):
+        if _close(value, right, EXACT):
             continue
         if _close(value, sn / s1):
             hint = "That is the speed-up. The efficiency divides it by n: the share of the ideal n-fold speed-up."
@@ -203,6 +266,11 @@ def scaling_efficiency(answer: Any) -> Feedback:
             hint = "Your ratio is upside down. More samples/s with n devices is better: samples_n / samples_1."
         elif _close(value, (sn - s1) / s1) or _close(value, (sn - s1) / s1 / n):
             hint = "That is the gain over one device. Use the ratio samples_n / samples_1, then divide by n."
+        elif n > 1 and _close(value, sn / s1 / (n - 1)):
+            hint = "Off by one: you divided by n - 1. Divide the speed-up by n, the number of devices."
+        elif _close(value, sn / (s1 * n), rel=4e-3):
+            hint = (f"Close, but off by {abs(value - right) / right:.1e} relative: low-precision arithmetic (float16 "
+                    "keeps about 3 significant digits). Compute in float32 or float64.")
         else:
             hint = "Divide the speed-up samples_n / samples_1 by n."
         return wrong(f"scaling_efficiency({s1:g}, {sn:g}, {n}) returned {value:.4g}, expected {right:.4g}. {hint}")

@@ -1,7 +1,9 @@
 """Checks of notebook 08: model answers pass; constants and plausible mistakes are refused with the right hint."""
 
 import json
+import math
 
+import numpy as np
 import pytest
 
 from helpers.check import nb08 as check
@@ -15,7 +17,20 @@ def model_resume_epoch(save_every, killed_at):
 def test_resume_epoch_model_answer_passes():
     fb = check.resume_epoch(model_resume_epoch)
     assert fb.ok, fb.message
-    assert check.resume_epoch(lambda s, k: float(max(e for e in range(0, k) if e % s == 0))).ok  # whole floats too
+
+
+def test_resume_epoch_written_other_ways_passes():
+    def with_a_loop(save_every, killed_at):
+        last = 0
+        for epoch in range(1, killed_at):  # the epochs finished before the kill
+            if epoch % save_every == 0:
+                last = epoch
+        return last
+
+    for answer in (with_a_loop, lambda s, k: int((k - 1) / s) * s, lambda s, k: math.floor((k - 1) / s) * s,
+                   lambda s, k: max(e for e in range(0, k) if e % s == 0), lambda s, k: np.int64(k - 1) // s * s):
+        fb = check.resume_epoch(answer)
+        assert fb.ok, fb.message
 
 
 @pytest.mark.parametrize("answer, hint", [
@@ -31,8 +46,12 @@ def test_resume_epoch_model_answer_passes():
     (lambda s, k: (k - 2) // s * s, "never fewer"),
     (lambda s, k: 1 / 0, "raised ZeroDivisionError"),
     (lambda s, k: "two", "whole number"),
-    (lambda s, k: (k - 1) / s * s, "the epoch before the kill"),  # floats that equal killed_at - 1
-    (lambda s, k: (k - 1) / s, "whole number"),  # 1.5 for (2, 4)
+    (lambda s, k: (k - 1) / s * s, "`/` is true division: (killed_at - 1) / save_every * save_every gives"),
+    (lambda s, k: (k - 1) / s, "leaves a fraction"),  # 1.5 for (2, 4)
+    (lambda s, k: float((k - 1) // s * s), "want an int"),  # right values, as floats
+    (lambda s, k: np.float64((k - 1) // s * s), "want an int"),
+    (lambda s, k: round((k - 1) / s) * s, "round() goes to the nearest save"),
+    (lambda s, k: max(0, (k - 1) // s * s - s), "Saves happen after epochs"),  # one save too far back
 ])
 def test_resume_epoch_refuses_constants_and_mistakes_with_a_hint(answer, hint):
     fb = check.resume_epoch(answer)
@@ -57,6 +76,22 @@ def test_pod_tf_config_model_answer_passes_as_dict_or_json():
     fb = check.pod_tf_config(model_pod_tf_config)
     assert fb.ok, fb.message
     assert check.pod_tf_config(lambda *a: json.dumps(model_pod_tf_config(*a))).ok
+
+
+def test_pod_tf_config_written_other_ways_passes():
+    def with_a_loop(job, service, n_workers, index, port):
+        hosts = []
+        for i in range(n_workers):
+            hosts.append("%s-%d.%s:%d" % (job, i, service, port))  # noqa: UP031 - another way to write it
+        return {"task": {"index": index, "type": "worker"}, "cluster": {"worker": hosts}}
+
+    def with_a_tuple(job, service, n_workers, index, port):  # json.dumps writes a tuple as a list
+        return {"cluster": {"worker": tuple(f"{job}-{i}.{service}:{port}" for i in range(n_workers))},
+                "task": {"type": "worker", "index": int(str(index))}}
+
+    for answer in (with_a_loop, with_a_tuple):
+        fb = check.pod_tf_config(answer)
+        assert fb.ok, fb.message
 
 
 @pytest.mark.parametrize("answer, hint", [
@@ -86,6 +121,13 @@ def test_pod_tf_config_model_answer_passes_as_dict_or_json():
     (lambda j, s, n, i, p: {"cluster": {"chief": [f"{j}-0.{s}:{p}"]}, "task": {"type": "worker", "index": i}},
      "every pod here is a worker"),
     (lambda *a: 1 / 0, "raised ZeroDivisionError"),
+    (hosts_of(lambda j, s, i, p: f"{j}-{i}.{s}.default.svc.cluster.local:{p}"), "resolves only in the namespace"),
+    (lambda j, s, n, i, p: {**model_pod_tf_config(j, s, n, i, p), "task": {"type": "worker", "index": float(i)}},
+     "a float"),
+    (lambda j, s, n, i, p: {**model_pod_tf_config(j, s, n, i, p), "task": {"type": "worker", "index": i == 1}},
+     "a bool"),
+    (lambda j, s, n, i, p: {**model_pod_tf_config(j, s, n, i, p), "task": {"type": "worker", "index": i,
+                                                                            "trial": 0}}, "this pod's own"),
 ])
 def test_pod_tf_config_refuses_constants_and_mistakes_with_a_hint(answer, hint):
     fb = check.pod_tf_config(answer)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
+
 from helpers.check._feedback import Feedback, not_filled, returned_none, whole_number, wrong
 
 __all__ = ["resume_epoch", "pod_tf_config"]
@@ -33,6 +35,9 @@ def _resume_hint(got: dict[tuple[int, int], Any]) -> str:
         return ("The epoch in progress was not finished, so it is not in any checkpoint: the restart redoes it.")
     if fits(lambda s, k: max(0, (k - 1) // s)):
         return ("That is the number of checkpoints saved, not the epoch they hold: multiply by save_every.")
+    if fits(lambda s, k: round((k - 1) / s) * s):
+        return ("round() goes to the nearest save, which may come after the kill and never happened. Round down "
+                "with //: the last save before the kill.")
     if fits(lambda s, k: -(-(k - 1) // s) * s):
         return ("You rounded up to the next save, which had not happened yet. Round down: the last save before "
                 "the kill.")
@@ -40,6 +45,21 @@ def _resume_hint(got: dict[tuple[int, int], Any]) -> str:
         return "A job killed during its first epochs has no checkpoint yet: it restores 0 epochs, never fewer."
     return ("Saves happen after epochs save_every, 2 x save_every, ...; the kill interrupts epoch killed_at, so "
             "only epochs up to killed_at - 1 are finished. Return the last save among those, or 0.")
+
+
+def _float_hint(floats: dict[tuple[int, int], float]) -> str:
+    """Name the mistake of an answer that returns floats: true division, most likely."""
+    (s, k), value = next(iter(floats.items()))
+    start = f"resume_epoch({s}, {k}) returned {value!r}, a float."
+    if len(floats) == len(KILLS) and all(v == (k - 1) / s * s for (s, k), v in floats.items()):
+        return (f"{start} `/` is true division: (killed_at - 1) / save_every * save_every gives killed_at - 1 back "
+                "(the multiplication undoes the division), as a float. `//` is floor division: it rounds down to "
+                "the last save, and keeps an int.")
+    if any(v != int(v) for v in floats.values() if v == v):
+        return (f"{start} `/` is true division and leaves a fraction; epochs are whole numbers. Round down with // "
+                "(floor division) to count the saves, then multiply by save_every.")
+    return (f"{start} The epoch to restore is a whole number of epochs, and range() and initial_epoch want an int: "
+            "use // (floor division) instead of /, or int(...).")
 
 
 def resume_epoch(answer: Any) -> Feedback:
@@ -57,6 +77,7 @@ def resume_epoch(answer: Any) -> Feedback:
     if not callable(answer):
         return wrong("Answer with a function: def resume_epoch(save_every, killed_at): ... return epochs.")
     got: dict[tuple[int, int], Any] = {}
+    floats: dict[tuple[int, int], float] = {}
     for save_every, killed_at in KILLS:
         try:
             out = answer(save_every, killed_at)
@@ -64,10 +85,15 @@ def resume_epoch(answer: Any) -> Feedback:
             return wrong(f"resume_epoch({save_every}, {killed_at}) raised {type(err).__name__}: {err}")
         if out is None:
             return returned_none("resume_epoch")
+        if isinstance(out, (float, np.floating)):
+            floats[(save_every, killed_at)] = float(out)
+            continue
         number = whole_number(out)
         if isinstance(number, Feedback):
             return wrong(f"resume_epoch({save_every}, {killed_at}) returned {out!r}: return a whole number of epochs.")
         got[(save_every, killed_at)] = number
+    if floats:
+        return wrong(_float_hint(floats))
     if len(set(got.values())) == 1:
         return wrong(f"Your function returns {next(iter(got.values()))} whatever the job. Compute it from save_every "
                      "and killed_at.")
@@ -104,6 +130,10 @@ def _hosts_hint(hosts: Any, job: str, service: str, n_workers: int, port: int) -
     if any(h.startswith(("127.0.0.1", "localhost")) for h in hosts):
         return ("127.0.0.1 is each pod's own loopback: on Kubernetes every pod has its own address. Use the DNS "
                 f"names the headless Service gives the pods, such as {right[0]}.")
+    if all(h.split(":")[0].startswith(f"{job}-{i}.{service}.") for i, h in enumerate(hosts)):
+        return ("That is a longer DNS name, with the namespace and the cluster's domain. It resolves only in the "
+                "namespace you wrote; the short name <job>-<index>.<service> resolves in the pod's own namespace, "
+                f"wherever the job runs: {right[0]}.")
     if hosts == [f"{job}-{i}:{port}" for i in range(n_workers)]:
         return (f"A pod's name alone does not resolve; with `subdomain: {service}` it is reachable as "
                 f"<job>-<index>.<service>, such as {right[0]}.")
@@ -167,12 +197,16 @@ def pod_tf_config(answer: Any) -> Feedback:
         if not isinstance(cluster, dict) or set(cluster) != {"worker"}:
             return wrong(f"{call}: 'cluster' should be {{'worker': [hosts]}}: every pod here is a worker, got "
                          f"{cluster!r}.")
-        if cluster["worker"] != right["cluster"]["worker"]:
+        hosts = list(cluster["worker"]) if isinstance(cluster["worker"], tuple) else cluster["worker"]  # JSON: a list
+        if hosts != right["cluster"]["worker"]:
             return wrong(f"{call}: cluster['worker'] is {cluster['worker']!r}. "
                          + _hosts_hint(cluster["worker"], job, service, n_workers, port))
         if not isinstance(task, dict) or task.get("type") != "worker":
             return wrong(f"{call}: 'task' is {task!r}. Its 'type' is 'worker' (the job in 'cluster'); TensorFlow "
                          "makes worker 0 the chief.")
+        if isinstance(task.get("index"), (bool, np.bool_)) or isinstance(task.get("index"), (float, np.floating)):
+            return wrong(f"{call}: the task index is {task['index']!r}, a {type(task['index']).__name__}. TF_CONFIG "
+                         "wants the pod's index as an int (json.dumps writes 1.0 or true, not 1).")
         if isinstance(task.get("index"), str):
             return wrong(f"{call}: the task index is the text {task['index']!r}. JOB_COMPLETION_INDEX arrives as "
                          "text in the environment; TF_CONFIG wants the number: int(...).")

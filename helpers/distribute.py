@@ -425,6 +425,8 @@ def scaling_reading(speedup: float, replicas: int, kind: str, gpu_count: int, co
             text += (f"That is above {filled_idle:.2f}x, the rule here for \"more than noise\": one replica with a "
                      "small batch left part of the hardware idle, and the replicas filled it; the work per step "
                      "grew, not the hardware. ")
+        else:
+            text += f"That is not above {filled_idle:.2f}x, the rule here for a gain beyond noise. "
         text += f"Beyond that, {overhead}. Extra replicas on a split device add overhead, never compute. "
     else:
         text += measured + " "

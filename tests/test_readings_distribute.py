@@ -101,6 +101,7 @@ def test_scaling_reading_applies_its_stated_rules_to_the_printed_figures(speedup
     assert ("left part of the hardware idle" in text) == (split and shown > filled_idle)
     if "left part of the hardware idle" in text:
         assert f"above {filled_idle:.2f}x" in text
+    assert (f"not above {filled_idle:.2f}x, the rule here" in text) == (split and shown <= filled_idle)
     assert ("short of the ideal" in text) == (not split and percent < round(100 * near_ideal))
     assert ("near the ideal" in text) == (not split and round(100 * near_ideal) <= percent <= 100)
     if kind == "CPU":

@@ -6,6 +6,7 @@ Timings are compared within one run (ratios), never as absolute figures.
 from __future__ import annotations
 
 import math
+import re
 
 from claims import common
 
@@ -66,6 +67,12 @@ def shared(run) -> None:
     assert "measured by NVIDIA" in text and "7.70x on 8x A100" in text and "15.05x on 16x V100" in text
     assert "DeepLearningExamples" in text
     assert "scaling efficiency of" in text and "samples/s" in text
+    # The readings state their rules beside the numbers; the ring's traffic is 2(n-1)/n times the gradients.
+    assert "rates within 5% of each other count as about as fast" in text
+    ring = re.search(r"In a ring each device sends 2 x \((\d+) - 1\) / (\d+) x ([\d.]+) MB = ([\d.]+) MB", text)
+    assert ring, "the page prints what a ring all-reduce sends for this run's N"
+    assert int(ring[1]) == int(ring[2]) == n, ring[0]
+    assert abs(float(ring[4]) - 2 * (n - 1) / n * float(ring[3])) <= 0.01, ring[0]
 
     assert r["exercises_solved"] is True
     assert run.stderr_text() == "", f"stderr on the learner's page:\n{run.stderr_text()[:2000]}"

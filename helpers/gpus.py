@@ -14,8 +14,11 @@ CPU. This module holds the arithmetic and the tables:
 * :func:`fits` and :func:`fits_table` compare jobs with each GPU's memory ("Which GPUs fit");
 * :func:`run_cost` turns a rate into hours, energy and cost per GPU ("Time, energy and cost").
 
-Units: memory sizes in the GPU table are in GB as GPU datasheets print them, which are binary
-gigabytes (GiB, 2**30 bytes): memory chips come in powers of two. Bandwidth and FLOP/s are decimal.
+Units: GPU datasheets print memory in GB ("16 GB GDDR6", NVIDIA's T4 datasheet). The chips hold binary
+amounts: an A100 40 GB reports a total of 40,960 MiB through nvidia-smi, exactly 40 x 2**30 bytes, which
+the IEC calls 40 GiB (IEC 80000-13, binary prefixes). What the driver leaves a program is less on most
+cards (:data:`NVML_TOTAL_MIB`). The course therefore reads a datasheet's GB as 2**30 bytes and plans with
+a share :data:`USABLE` of it. Bandwidth (GB/s) and FLOP/s are decimal.
 """
 
 from __future__ import annotations
@@ -29,8 +32,17 @@ from typing import Any
 from helpers import params
 from helpers.tables import text_table
 
-GIB = 2**30
-USABLE = 0.9  # plan with 90 % of a GPU's memory: the CUDA context, workspaces and fragmentation take the rest
+GIB = 2**30  # bytes in one GB of a GPU datasheet: the memory chips hold binary amounts (1 GiB, IEC 80000-13)
+# The course's rule of thumb: plan with 90 % of the datasheet's memory. It sits below the smallest share of
+# NVML_TOTAL_MIB (93.7 %, T4, A10, L4, L40S), and the CUDA context, workspaces and fragmentation take part of
+# what the driver reports (notebook 09, "Which GPUs fit which jobs").
+USABLE = 0.9
+
+NVML_SOURCE = ("nvidia-smi totals listed in modal-labs/modal-client pull request #2797 (2025), "
+               "https://github.com/modal-labs/modal-client/pull/2797")
+# Total memory the driver reports (nvidia-smi, MiB) for GPUs of the table, published (NVML_SOURCE).
+NVML_TOTAL_MIB = {"Tesla T4": 15360, "A10": 23028, "L4": 23034, "L40S": 46068, "A100 SXM4 40 GB": 40960,
+                  "A100 SXM4 80 GB": 81920, "H100 SXM5 80 GB": 81559}
 
 # Extra values the optimizer keeps per trainable weight (each float32, like the weights).
 OPTIMIZER_SLOTS = {"sgd": 0, "momentum": 1, "rmsprop": 1, "adam": 2, "adamw": 2}
@@ -49,11 +61,23 @@ GATES = (
 
 DLE_SOURCE = ("NVIDIA DeepLearningExamples, TensorFlow/Classification/ConvNets/resnet50v1.5/README.md, "
               "'Results' (TensorFlow 20.06-tf1 NGC container)")
-# ResNet-50 v1.5 training on one GPU, mixed precision + XLA, batch 256: images/s measured by NVIDIA.
+# ResNet-50 v1.5 training on one GPU, mixed precision + XLA, batch 256: images/s measured by NVIDIA (DLE_SOURCE,
+# "Training performance"). The V100 row of data/gpu_specs.csv is the 32 GB SXM2 card; NVIDIA measured this rate
+# on the 16 GB SXM2 card of a DGX-1, which the V100 datasheet lists with the same clocks, bandwidth and peaks.
 MEASURED_TRAINING = {
-    "Tesla V100 SXM2": (1270.0, "measured by NVIDIA on a V100 16 GB, mixed precision + XLA, batch 256"),
-    "A100 SXM4 40 GB": (2375.0, "measured by NVIDIA on an A100 40 GB, mixed precision + XLA, batch 256"),
+    "Tesla V100 SXM2": (1270.0, "measured by NVIDIA on a V100 SXM2 16 GB (DGX-1), not this row's 32 GB card: same "
+                                "datasheet peaks and bandwidth; mixed precision + XLA, batch 256"),
+    "A100 SXM4 40 GB": (2375.0, "measured by NVIDIA on an A100 SXM4 40 GB (DGX A100), mixed precision + XLA, "
+                                "batch 256"),
 }
+# The same table's one-GPU rows: the baseline precision beside mixed precision, and the speed-up NVIDIA's table
+# prints ("Throughput speedup"), rounded by NVIDIA; speedup_note sets the published and the computed figure apart.
+MEASURED_SPEEDUP = [
+    {"gpu": "V100 SXM2 16 GB (DGX-1)", "baseline": "FP32", "baseline_images_per_s": 412.0, "baseline_batch": 128,
+     "mixed_images_per_s": 1270.0, "mixed_batch": 256, "published_speedup": 3.08},
+    {"gpu": "A100 SXM4 40 GB (DGX A100)", "baseline": "TF32", "baseline_images_per_s": 909.0, "baseline_batch": 256,
+     "mixed_images_per_s": 2375.0, "mixed_batch": 256, "published_speedup": 2.60},
+]
 SCALE_FROM = "A100 SXM4 40 GB"  # rows without a measurement are scaled from this one's rate by datasheet peak
 # ResNet-50 v1.5 inference at batch 64: images/s measured by NVIDIA (float32 is TF32 on the A100).
 MEASURED_INFERENCE = [
@@ -451,16 +475,18 @@ def fits(job_bytes: float, memory_gb: float, usable: float = USABLE) -> bool:
 
 
 def fits_table(jobs: Mapping[str, float], table: Sequence[Mapping[str, Any]], usable: float = USABLE) -> str:
-    """One row per job: the bytes it needs, then a mark per GPU: "yes" when it fits, "-" when not.
+    """One row per job: the GiB (2**30 bytes) it needs, then a mark per GPU: "yes" when it fits, "-" when not.
+
+    A mark is :func:`fits` with the same `usable` share, so the table and the rule cannot disagree.
 
     Example:
         >>> print(fits_table({"small job": 10e9}, [{"name": "Tesla T4", "memory_gb": 16.0}]))
-        job        needs (GB)  T4
-        small job  9.3         yes
+        job        needs (GiB)  T4
+        small job  9.3          yes
     """
     if not jobs:
         raise ValueError("jobs is empty: pass {job name: bytes it needs}.")
-    rows = [("job", "needs (GB)", *[short_name(g) for g in table])]
+    rows = [("job", "needs (GiB)", *[short_name(g) for g in table])]
     for job, need in jobs.items():
         rows.append((job, f"{need / GIB:,.1f}", *["yes" if fits(need, g["memory_gb"], usable) else "-"
                                                  for g in table]))
@@ -541,6 +567,9 @@ def run_cost(images: float, table: Sequence[Mapping[str, Any]], prices: Mapping[
 def cost_table(costs: Mapping[str, Mapping[str, Any]]) -> str:
     """The result of :func:`run_cost` as text; a cost column only when some price was given.
 
+    The rate column names the card a measured rate comes from (the part of ``rate_source`` before its first
+    comma), or says the rate was scaled by peak.
+
     Example:
         >>> print(cost_table({"Tesla T4": {"images_per_s": 495.0, "hours": 2.0, "kwh": 0.14, "cost": None,
         ...                                "fits": True, "rate_source": "scaled"}}))
@@ -552,22 +581,51 @@ def cost_table(costs: Mapping[str, Mapping[str, Any]]) -> str:
     for name, c in costs.items():
         fit = "-" if c.get("fits") is None else ("yes" if c["fits"] else "no")
         cost = ["-" if c["cost"] is None else f"{c['cost']:,.2f}"] if priced else []
-        rate = "measured by NVIDIA" if c["rate_source"].startswith("measured") else "scaled by peak: rough"
+        rate = c["rate_source"].split(",")[0] if c["rate_source"].startswith("measured") else "scaled by peak: rough"
         rows.append((name, fit, f"{c['images_per_s']:,.0f}", f"{c['hours']:,.1f}", f"{c['kwh']:,.2f}", *cost, rate))
     return text_table(rows)
 
 
-def seed_comparison(cpu_images_per_s: float) -> str:
-    """NVIDIA's measured ResNet-50 inference rates beside a CPU's: GPU time units per CPU time unit.
+def units_table(cpu_images_per_s: float) -> str:
+    """NVIDIA's measured ResNet-50 inference rates beside a CPU's: units of CPU time per unit of GPU time.
+
+    Each unit figure is the GPU's published rate divided by `cpu_images_per_s`, rounded to a whole number.
 
     Example:
-        >>> print(seed_comparison(10.0).splitlines()[1])  # doctest: +NORMALIZE_WHITESPACE
+        >>> print(units_table(10.0).splitlines()[1])  # doctest: +NORMALIZE_WHITESPACE
         T4 16 GB  float32  424  42
     """
-    if not cpu_images_per_s > 0:
-        raise ValueError(f"cpu_images_per_s={cpu_images_per_s!r}: use the positive rate you measured.")
+    if isinstance(cpu_images_per_s, bool) or not isinstance(cpu_images_per_s, (int, float)) \
+            or not 0 < cpu_images_per_s < math.inf:
+        raise ValueError(f"cpu_images_per_s={cpu_images_per_s!r}: use the positive, finite rate you measured.")
     rows = [("GPU (measured by NVIDIA)", "precision", "images/s", "units of this CPU's time per unit of GPU time")]
     for m in MEASURED_INFERENCE:
         rows.append((m["gpu"], m["precision"], f"{m['images_per_s']:,.0f}",
                      f"{m['images_per_s'] / cpu_images_per_s:,.0f}"))
     return text_table(rows)
+
+
+def speedup_note(row: Mapping[str, Any]) -> str:
+    """One row of :data:`MEASURED_SPEEDUP` as a sentence: the published speed-up and the one computed from the rates.
+
+    NVIDIA's table prints its speed-up rounded from its own unrounded rates, so the ratio of the rounded rates
+    can differ in the last digit: the sentence says which figure is NVIDIA's and which is computed here.
+
+    Example:
+        >>> print(speedup_note(MEASURED_SPEEDUP[1]))  # doctest: +NORMALIZE_WHITESPACE
+        On one A100 SXM4 40 GB (DGX A100), NVIDIA measured 909 images/s in TF32 (batch 256) and 2,375 in mixed
+        precision (batch 256): its table prints a 2.60x speed-up (published); 2,375 / 909 = 2.61 (computed here
+        from the two rates).
+    """
+    keys = ("gpu", "baseline", "baseline_images_per_s", "baseline_batch", "mixed_images_per_s", "mixed_batch",
+            "published_speedup")
+    missing = [k for k in keys if k not in row]
+    if missing:
+        raise ValueError(f"row lacks {missing}: pass a row of MEASURED_SPEEDUP, with the keys {list(keys)}.")
+    base, mixed = row["baseline_images_per_s"], row["mixed_images_per_s"]
+    if not (0 < base < math.inf and 0 < mixed < math.inf):
+        raise ValueError(f"row rates {base!r} and {mixed!r}: use positive, finite images per second.")
+    return (f"On one {row['gpu']}, NVIDIA measured {base:,.0f} images/s in {row['baseline']} (batch "
+            f"{row['baseline_batch']}) and {mixed:,.0f} in mixed precision (batch {row['mixed_batch']}): its table "
+            f"prints a {row['published_speedup']:.2f}x speed-up (published); {mixed:,.0f} / {base:,.0f} = "
+            f"{mixed / base:.2f} (computed here from the two rates).")

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 
@@ -19,6 +20,10 @@ def text_table(rows: Sequence[Sequence[str]]) -> str:
     """
     if not rows:
         raise ValueError("rows is empty: pass a header row and the data rows.")
+    ragged = [i for i, row in enumerate(rows) if len(row) != len(rows[0])]
+    if ragged:
+        raise ValueError(f"rows: row {ragged[0]} has {len(rows[ragged[0]])} cells and the header {len(rows[0])}; "
+                         "give every row as many cells as the header.")
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(f"{cell:<{w}}" for cell, w in zip(row, widths, strict=True)).rstrip()
                      for row in rows)
@@ -38,5 +43,7 @@ def sci(value: float, digits: int = 2) -> str:
     """
     if not isinstance(digits, int) or digits < 1:
         raise ValueError(f"digits={digits!r}: use an integer >= 1.")
-    mantissa, exponent = f"{float(value):.{digits - 1}e}".split("e")
+    if not math.isfinite(value):
+        raise ValueError(f"value={value!r}: use a finite number (scientific notation has no NaN or infinity).")
+    mantissa, exponent = f"{float(value) + 0.0:.{digits - 1}e}".split("e")  # + 0.0: no "-0" for -0.0
     return f"{mantissa}×10{str(int(exponent)).translate(_SUPERSCRIPT)}"

@@ -205,11 +205,11 @@ def test_price_parameter_rule_and_names():
         gpus.check_prices({"A100": 2.0}, TABLE)
 
 
-def test_seed_comparison_divides_nvidia_rates_by_the_cpu_rate():
-    lines = gpus.seed_comparison(4.24).splitlines()
+def test_units_table_divides_nvidia_rates_by_the_cpu_rate():
+    lines = gpus.units_table(4.24).splitlines()
     assert lines[1].split()[-1] == "100"  # T4 float32: 424 / 4.24
     with pytest.raises(ValueError, match="cpu_images_per_s=0"):
-        gpus.seed_comparison(0)
+        gpus.units_table(0)
 
 
 def test_plot_has_one_point_per_gpu():

@@ -72,12 +72,48 @@ def shared(run) -> None:
         assert c["cost"] is None, f"{name}: a cost without a price (PRICE_PER_HOUR is empty by default)"
     assert r["run_cost"]["A100 SXM4 40 GB"]["images_per_s"] == 2375.0
     assert r["images_per_s"]["CPU:0"] > 0 and r["cpu_training_days"] > 0
-    assert "units of this CPU's time per unit of GPU time" in run.outputs_text()  # the seed's claim, set beside
+    assert "units of this CPU's time per unit of GPU time" in run.outputs_text()  # the blog post's 30, set beside
     assert "measured on this CPU" in run.outputs_text() and "measured by NVIDIA" in run.outputs_text()
+
+    readings(run)
 
     assert r["exercises_solved"] is True
     assert run.stderr_text() == "", f"stderr on the learner's page:\n{run.stderr_text()[:2000]}"
     assert "Traceback" not in run.outputs_text()
+
+
+def readings(run) -> None:
+    """Each reading agrees with the numbers printed beside it and follows the rule stated on the page."""
+    r, text = run.results, run.outputs_text()
+    # The estimate against the measurement: the direction, the figure and the verdict follow estimate_error.
+    m = re.search(r"the estimate is ([\d.]+)% (below|above) the peak measured .*? The rule: within (\d+)% is good "
+                  r"enough to plan with .*?; (this estimate is\.|this one is not)", text, re.S)
+    assert m, "no estimate reading"
+    error = r["estimate_error"]
+    assert float(m[1]) == round(abs(error) * 100, 1) and m[2] == ("below" if error < 0 else "above"), m[0]
+    assert (m[4] == "this estimate is.") == (abs(error) <= int(m[3]) / 100), m[0]
+    # The blog post's 30 units against NVIDIA's T4 rates over this CPU's, rounded as printed.
+    m = re.search(r"what takes ([\d,]+) units here in float32 and ([\d,]+) in mixed precision .*?the blog post's "
+                  r"(\d+) is (below|inside|above) that range", text, re.S)
+    assert m, "no units reading"
+    low, high, units = int(m[1].replace(",", "")), int(m[2].replace(",", "")), int(m[3])
+    t4 = {x["precision"]: round(x["images_per_s"] / r["images_per_s"]["CPU:0"]) for x in gpus.MEASURED_INFERENCE
+          if x["gpu"].startswith("T4")}
+    assert (low, high) == (t4["float32"], t4["mixed"]), (m[0], t4)
+    assert m[4] == ("below" if units < low else "inside" if units <= high else "above"), m[0]
+    # 90 % of the datasheet's binary GB sits below every published driver total.
+    low_share = min(mib * 2**20 / (data_row(name)["memory_gb"] * GIB) for name, mib in gpus.NVML_TOTAL_MIB.items())
+    assert 0.9 < low_share and "planning with 90% stays below every one of them." in text, low_share
+    # NVIDIA's published speed-up and the one computed from its rounded rates are told apart.
+    assert "prints a 2.60x speed-up (published); 2,375 / 909 = 2.61 (computed here" in text
+    # The V100 row's measured rate names the 16 GB card NVIDIA measured, not the row's 32 GB one.
+    v100 = r["run_cost"]["Tesla V100 SXM2"]["rate_source"]
+    assert "V100 SXM2 16 GB" in v100 and "not this row's 32 GB card" in v100, v100
+    assert not re.search(r"\bthe seed\b|\bseed's\b|grew from", text, re.I)
+
+
+def data_row(name: str) -> dict:
+    return next(g for g in data.load_gpu_specs() if g["name"] == name)
 
 
 def on_cpu(run) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from claims import common
 
@@ -120,6 +121,10 @@ def shared(run) -> None:
     text = run.outputs_text()
     assert f"died halfway through epoch {killed}" in text
     assert "identical weights" in text and "training went on from the checkpoint" in text
+    assert "equal to within 1e-06 relative" in text, "the weights' rule is stated beside the sums"
+    # "below" is decided on the losses as printed: the two printed figures agree with the word
+    after, before = re.search(r"mean loss of ([\d.]+), below run 1's first epoch \(([\d.]+)\)", text).groups()
+    assert float(after) < float(before), (after, before)
     assert r["exercises_solved"] is True
     assert run.stderr_text() == "", f"stderr on the learner's page:\n{run.stderr_text()[:2000]}"
     assert "Traceback" not in text

@@ -6,10 +6,12 @@ calls stay on the notebook's page. Here live the notebook's batch-size limits
 :func:`separable`), the capture of TensorFlow's Python warnings (:func:`captured_tf_warnings`), the
 summary of xprof's input-pipeline tool (:func:`input_pipeline_summary`), the command that opens a
 trace in TensorBoard (:func:`tensorboard_command`), the number of cores tf.data may use
-(:func:`schedulable_cores`), the wait for input read from three timings (:func:`wait_share`) and the
-sentences that read the measurements, worded for a CPU or a GPU run (:func:`bound_reading`,
-:func:`variants_reading`, :func:`profiler_reading`, :func:`placement_reading`,
-:func:`augmentation_reading`).
+(:func:`schedulable_cores`), the share of the step spent waiting for input read from three timings
+(:func:`wait_share`), its range within the timings' spread (:func:`wait_range`) and its label by the
+thresholds the notebook shows on its page (:func:`wait_level`), and the sentences that read the
+measurements, worded for a CPU or a GPU run (:func:`bound_reading`, :func:`variants_reading`,
+:func:`profiler_reading`, :func:`placement_reading`, :func:`augmentation_reading`). The readings format;
+the rule they apply is stated in each sentence, and the thresholds come from the notebook.
 """
 
 from __future__ import annotations
@@ -202,6 +204,43 @@ def _check_times(**times: float) -> None:
             raise ValueError(f"{label}={value!r}: use a positive number of seconds.")
 
 
+def _check_thresholds(thresholds: Any) -> tuple[float, float]:
+    try:
+        low, high = (float(t) for t in thresholds)
+    except (TypeError, ValueError):
+        raise ValueError(f"thresholds={thresholds!r}: use a pair (moderately_from, input_bound_from) of shares, "
+                         "0 < moderately_from < input_bound_from < 1, such as (0.05, 0.20).") from None
+    if not 0 < low < high < 1:
+        raise ValueError(f"thresholds={thresholds!r}: use a pair (moderately_from, input_bound_from) of shares, "
+                         "0 < moderately_from < input_bound_from < 1, such as (0.05, 0.20).")
+    return low, high
+
+
+def _check_share(label: str, share: Any) -> float:
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+        raise ValueError(f"{label}={share!r}: use a share of the step between 0 and 1.")
+    return float(share)
+
+
+def wait_level(share: float, thresholds: tuple[float, float]) -> str:
+    """The label of a wait share: the profiler's rule, with the thresholds the notebook shows on its page.
+
+    `thresholds` is ``(moderately_from, input_bound_from)``: a step that waits for input at least
+    `input_bound_from` of its time is "input-bound" (xprof's input-pipeline tool says "HIGHLY
+    input-bound" from 20 %), from `moderately_from` "moderately input-bound" (xprof: from 5 %), below
+    it "not input-bound".
+
+    Example:
+        >>> wait_level(0.46, (0.05, 0.20)), wait_level(0.20, (0.05, 0.20)), wait_level(0.01, (0.05, 0.20))
+        ('input-bound', 'input-bound', 'not input-bound')
+    """
+    low, high = _check_thresholds(thresholds)
+    share = _check_share("share", share)
+    if share >= high:
+        return "input-bound"
+    return "moderately input-bound" if share >= low else "not input-bound"
+
+
 def wait_share(input_s: float, model_s: float, step_s: float, prefetch: bool) -> float:
     """The share of each step the device waits for its batch, read from the three timings.
 
@@ -221,6 +260,49 @@ def wait_share(input_s: float, model_s: float, step_s: float, prefetch: bool) ->
     if prefetch and input_s <= model_s:
         return 0.0
     return round(max(0.0, step_s - model_s) / step_s, 6)
+
+
+def wait_range(input_s: float, model_s: float, step_s: float, prefetch: bool,
+               iqrs: tuple[float, float, float]) -> tuple[float, float]:
+    """The lowest and highest wait share when each timing moves by half its IQR, either way.
+
+    `iqrs` holds the inter-quartile ranges of the input, model and step timings, in seconds. A
+    label that changes inside this range is one the run cannot tell.
+
+    Example:
+        >>> wait_range(0.096, 0.0162, 0.127, False, iqrs=(0.0057, 0.0012, 0.024))
+        (0.853913, 0.88777)
+    """
+    _check_times(input_s=input_s, model_s=model_s, step_s=step_s)
+    try:
+        spreads = [float(v) for v in iqrs]
+    except (TypeError, ValueError):
+        spreads = []
+    if len(spreads) != 3 or any(not math.isfinite(v) or v < 0 for v in spreads):
+        raise ValueError(f"iqrs={iqrs!r}: give three IQRs in seconds (input, model, step), each >= 0.")
+    shares = []
+    for di in (-1, 1):
+        for dm in (-1, 1):
+            for ds in (-1, 1):
+                moved = [max(t + d * s / 2, t * 1e-6) for t, d, s in
+                         ((input_s, di, spreads[0]), (model_s, dm, spreads[1]), (step_s, ds, spreads[2]))]
+                shares.append(wait_share(*moved, prefetch=prefetch))
+    return min(shares), max(shares)
+
+
+def _pct(share: float, thresholds: tuple[float, float]) -> str:
+    """A share as a percentage, with as many decimals as it takes to stay on its side of each threshold."""
+    for digits in range(5):
+        text = f"{share * 100:.{digits}f}"
+        if wait_level(min(1.0, float(text) / 100), thresholds) == wait_level(share, thresholds):
+            return f"{text}%"
+    return f"{share * 100:.6f}%"
+
+
+def _rule(thresholds: tuple[float, float]) -> str:
+    low, high = thresholds
+    return (f"a step is input-bound when it waits for input {_pct(high, thresholds)} of its time or more, and "
+            f"moderately input-bound from {_pct(low, thresholds)}")
 
 
 def _overlap(input_s: float, model_s: float, step_s: float, prefetch: bool, gpu_count: int) -> str:
@@ -254,109 +336,230 @@ def _overlap(input_s: float, model_s: float, step_s: float, prefetch: bool, gpu_
 
 
 def bound_reading(input_s: float, model_s: float, step_s: float, gpu_count: int, name: str = "naive",
-                  prefetch: bool = False) -> str:
-    """Read three median timings of one pipeline: which side bounds the step, whether the two overlapped, the wait.
+                  prefetch: bool = False, *, thresholds: tuple[float, float],
+                  iqrs: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> str:
+    """Read three median timings of one pipeline: its label by the wait share, the overlap, how the wait was read.
 
-    `prefetch` says whether the pipeline makes the next batch in the background (see :func:`wait_share`).
+    The label is :func:`wait_level` of the wait share (:func:`wait_share`) with the notebook's
+    `thresholds`; when the share, with each timing moved by half its IQR (:func:`wait_range`), falls
+    on both sides of a threshold, the reading says the run cannot tell. `prefetch` says whether the
+    pipeline makes the next batch in the background.
 
     Example:
-        >>> bound_reading(0.12, 0.03, 0.15, gpu_count=0)[:62]
-        'The naive pipeline is input-bound: a batch takes 120 ms to pre'
+        >>> bound_reading(0.12, 0.03, 0.15, gpu_count=0, thresholds=(0.05, 0.20))[:70]
+        'The naive pipeline is input-bound: the model (on the CPU, which also r'
     """
     _check_times(input_s=input_s, model_s=model_s, step_s=step_s)
-    side = "input-bound" if input_s > model_s else "compute-bound"
-    where = "GPU" if gpu_count else "CPU"
-    text = (f"The {name} pipeline is {side}: a batch takes {_ms(input_s)} to prepare and {_ms(model_s)} to train on, "
-            f"and one step of both took {_ms(step_s)} (medians, measured on this {where}). ")
-    text += _overlap(input_s, model_s, step_s, prefetch, gpu_count) + " "
+    thresholds = _check_thresholds(thresholds)
+    share = wait_share(input_s, model_s, step_s, prefetch)
+    low, high = wait_range(input_s, model_s, step_s, prefetch, iqrs)
+    level, low_level, high_level = (wait_level(s, thresholds) for s in (share, low, high))
     who = "the GPU" if gpu_count else "the model (on the CPU, which also runs the pipeline)"
-    wait = wait_share(input_s, model_s, step_s, prefetch)
+    where = "GPU" if gpu_count else "CPU"
+    spread = (f"{_pct(low, thresholds)} to {_pct(high, thresholds)} with each timing moved by half its IQR"
+              if _pct(low, thresholds) != _pct(high, thresholds) else
+              f"{_pct(low, thresholds)} too with each timing moved by half its IQR")
+    if low_level == high_level:
+        text = (f"The {name} pipeline is {level}: {who} waited for input {_pct(share, thresholds)} of each step "
+                f"({spread}), and {_rule(thresholds)}. ")
+    else:
+        either = (f"{low_level} or {high_level}" if {low_level, high_level} != {"not input-bound", "input-bound"}
+                  else f"anywhere from {low_level} to {high_level}")
+        text = (f"The {name} pipeline is {either}, and this run cannot tell which: {who} waited "
+                f"for input {_pct(share, thresholds)} of each step, but {spread}, which crosses a threshold "
+                f"({_rule(thresholds)}). Run the cell again for steadier figures. ")
+    text += (f"A batch takes {_ms(input_s)} to prepare and {_ms(model_s)} to train on, and one step of both took "
+             f"{_ms(step_s)} (medians, measured on this {where}). ")
+    text += _overlap(input_s, model_s, step_s, prefetch, gpu_count) + " "
     if not prefetch:
-        return text + (f"Without prefetch the step asks for its batch and waits while it is made, so {who} waited for "
-                       f"input {wait:.0%} of each step: (step - model) / step.")
+        return text + ("Without prefetch the step asks for its batch and waits while it is made, so the wait is "
+                       "(step - model) / step.")
     if input_s > model_s:
-        return text + (f"Prefetch makes the next batch in the background, but that takes longer than the model, so "
-                       f"{who} waited for input {wait:.0%} of each step: (step - model) / step.")
-    text += f"With prefetch the next batch was ready before {who} asked for it, so it waited for input 0% of each step"
+        return text + ("Prefetch makes the next batch in the background, but that takes longer than the model, so "
+                       "the wait is (step - model) / step.")
+    text += (f"With prefetch the next batch takes less time to make than the model, so it was ready before {who} "
+             "asked for it and the wait is 0")
     extra = (step_s - model_s) / model_s
-    if extra <= 0.05:
+    if abs(extra) <= 0.05:
         return text + "; the step took as long as the model alone."
+    if extra < 0:
+        return text + (f"; the step came out {-extra:.0%} shorter than the model alone: the load on this machine "
+                       "changed between the timings.")
     why = ("the pipeline's threads and the model share the same CPU cores" if not gpu_count else
            "most likely the CPU time the pipeline takes from launching the GPU's work")
     return text + f"; the step was still {extra:.0%} longer than the model alone: {why}, not a wait."
 
 
+def _compare(a_per_s: float, a_spread: float, b_per_s: float, b_spread: float) -> int:
+    """+1 when a is faster than b beyond the spread (the middle halves of the step times do not overlap), -1 slower."""
+    a_step, b_step = 1 / a_per_s, 1 / b_per_s
+    if a_step * (1 + a_spread / 2) < b_step * (1 - b_spread / 2):
+        return 1
+    if b_step * (1 + b_spread / 2) < a_step * (1 - a_spread / 2):
+        return -1
+    return 0
+
+
+def _times(ratio: float, digits: int = 1) -> str:
+    """A ratio as '1.3x', with enough decimals that a ratio above 1 never prints as 1.0x (nor one below it)."""
+    for places in range(digits, 13):
+        text = f"{ratio:.{places}f}"
+        if (float(text) > 1) == (ratio > 1) and (float(text) < 1) == (ratio < 1):
+            return f"{text}x"
+    return f"{ratio!r}x"
+
+
+RULE_FASTER = ("we call one pipeline faster than another only when the middle halves of their step times "
+               "(median ± IQR/2) do not overlap")
+
+
 def variants_reading(images_per_s: Mapping[str, float], input_s: float, model_s: float,
-                     cores: int | None = None) -> str:
+                     cores: int | None = None, *, spreads: Mapping[str, float]) -> str:
     """Read the throughput of the pipeline variants against the naive one.
 
+    `spreads` holds each variant's relative spread (IQR / median of its step times, as
+    ``BenchResult.spread``): a variant is called faster or slower only beyond it (:data:`RULE_FASTER`).
     `input_s` and `model_s` are the naive pipeline's input time and the model's step time: prefetch
     alone can hide at most the shorter of the two. `cores` is AUTOTUNE's CPU budget (by default
     :func:`schedulable_cores`).
 
     Example:
         >>> v = {"naive": 800, "parallel": 1800, "cached": 2900, "prefetched": 850, "tuned": 3100}
-        >>> variants_reading(v, input_s=0.14, model_s=0.035, cores=2).splitlines()[0]
+        >>> s = dict.fromkeys(v, 0.05)
+        >>> variants_reading(v, input_s=0.14, model_s=0.035, cores=2, spreads=s).splitlines()[0]
         'The tuned pipeline trains 3.9x as fast as the naive one (3,100 against 800 images/s).'
     """
     needed = ("naive", "parallel", "cached", "prefetched", "tuned")
     missing = [k for k in needed if k not in images_per_s]
     if missing:
         raise ValueError(f"images_per_s lacks {missing}: measure {', '.join(needed)}.")
-    if any(images_per_s[k] <= 0 for k in needed):
-        raise ValueError("images_per_s must be positive for every variant.")
+    for key, value in images_per_s.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"images_per_s[{key!r}]={value!r}: every variant's rate must be a positive number.")
+    for key in images_per_s:
+        value = spreads.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"spreads[{key!r}]={value!r}: give each variant's IQR / median, a number >= 0.")
+    _check_times(input_s=input_s, model_s=model_s)
     cores = schedulable_cores() if cores is None else cores
     naive = images_per_s["naive"]
 
     def x(name: str) -> str:
-        return f"{images_per_s[name] / naive:.1f}x"
+        return _times(images_per_s[name] / naive)
 
+    def vs_naive(name: str) -> int:
+        return _compare(images_per_s[name], spreads[name], naive, spreads["naive"])
+
+    def tag(name: str) -> str:
+        return {1: "", 0: ", within the spread", -1: ", slower"}[vs_naive(name)]
+
+    tuned = f"({images_per_s['tuned']:,.0f} against {naive:,.0f} images/s)"
+    first = {1: f"The tuned pipeline trains {x('tuned')} as fast as the naive one {tuned}.",
+             0: f"The tuned pipeline ran at {x('tuned')} the naive one's rate {tuned}, within the spread of their "
+                "step times: no clear difference.",
+             -1: f"The tuned pipeline trains slower than the naive one here: {x('tuned')} its rate {tuned}."}
+    singles = [k for k in ("parallel", "cached", "prefetched") if vs_naive(k) == 1]
+    if not singles:
+        best = "none of the single changes is faster than naive beyond the spread here"
+    else:
+        top = max(singles, key=lambda k: images_per_s[k])
+        close = [k for k in singles if k != top
+                 and _compare(images_per_s[top], spreads[top], images_per_s[k], spreads[k]) != 1]
+        best = (f"the best single change here is {top}" if not close else
+                f"the best single changes here are {' and '.join([top, *close])}, within each other's spread")
     hidden = min(input_s, model_s)
-    best_single = max(("parallel", "cached", "prefetched"), key=lambda k: images_per_s[k])
+    bound = round((input_s + model_s) / max(input_s, model_s), 2)  # compared as printed, to 2 decimals
     lines = [
-        f"The tuned pipeline trains {x('tuned')} as fast as the naive one ({images_per_s['tuned']:,.0f} against "
-        f"{naive:,.0f} images/s).",
-        f"Alone, parallel map gives {x('parallel')}, cache {x('cached')} (from the second epoch on) and prefetch "
-        f"{x('prefetched')}; the best single change here is {best_single}.",
+        first[vs_naive("tuned")],
+        f"Alone, parallel map gives {x('parallel')}{tag('parallel')}; cache {x('cached')}{tag('cached')} (from the "
+        f"second epoch on); prefetch {x('prefetched')}{tag('prefetched')}. Of these, {best}.",
         f"Parallel map ran with AUTOTUNE's CPU budget of {cores} core{'s' if cores != 1 else ''}: AUTOTUNE keeps the "
         "number of calls in flight near that budget, though most of read_file is waiting rather than computing.",
         f"Prefetch overlaps preparing the next batch with training on this one, so it can hide at most the shorter "
-        f"side of the step: {_ms(hidden)} of {_ms(input_s + model_s)} here, a speed-up of at most "
-        f"{(input_s + model_s) / max(input_s, model_s):.2f}x.",
+        f"side of the step: {_ms(hidden)} of {_ms(input_s + model_s)} here, a speed-up of at most {bound:.2f}x.",
     ]
-    if images_per_s["prefetched"] < naive:
-        lines[-1] += (" It measured below 1x: a gain that small is within the spread of step times on a busy "
-                      "machine.")
+    measured = _times(images_per_s["prefetched"] / naive, digits=2)
+    verdict = vs_naive("prefetched")
+    if verdict == -1:
+        lines[-1] += f" It measured {measured}: slower than naive, beyond the spread of the step times."
+    elif verdict == 0:
+        lines[-1] += f" It measured {measured}, within the spread of the step times: no clear gain."
+    elif float(measured[:-1]) <= bound:
+        lines[-1] += f" It measured {measured}, within that bound."
+    else:
+        lines[-1] += (f" It measured {measured}, above that bound: the bound comes from the three timings, "
+                      "taken at another moment of the machine's load.")
     if "naive_default" in images_per_s:
         lines.append(f"With TensorFlow's default rewrites left on, the same naive code ran at "
-                     f"{images_per_s['naive_default']:,.0f} images/s ({x('naive_default')}).")
+                     f"{images_per_s['naive_default']:,.0f} images/s ({x('naive_default')}{tag('naive_default')}).")
+    lines.append(f"The rule: {RULE_FASTER}.")
     return "\n".join(lines)
 
 
-def profiler_reading(profiled: Mapping[str, float], timed: Mapping[str, float]) -> str:
+def profiler_reading(profiled: Mapping[str, float], timed: Mapping[str, float], *, thresholds: tuple[float, float],
+                     timed_ranges: Mapping[str, tuple[float, float]] | None = None) -> str:
     """Set the profiler's share of each step spent waiting for input beside the one read from three timings.
 
+    Both shares get their label by the same rule (:func:`wait_level` with the notebook's
+    `thresholds`); the two ways agree when the labels do. `timed_ranges` holds the timings' share with
+    each timing moved by half its IQR (:func:`wait_range`): a label that changes inside it cannot be told.
+
     Example:
-        >>> profiler_reading({"naive": 0.82, "tuned": 0.003}, {"naive": 0.80, "tuned": 0.0})[:55]
+        >>> profiler_reading({"naive": 0.82, "tuned": 0.003}, {"naive": 0.80, "tuned": 0.0},
+        ...                  thresholds=(0.05, 0.20))[:55]
         'The profiler finds 82% of a naive step and 0% of a tune'
     """
+    thresholds = _check_thresholds(thresholds)
+    names = ("naive", "tuned")
     for label, shares in (("profiled", profiled), ("timed", timed)):
-        missing = [k for k in ("naive", "tuned") if k not in shares]
+        missing = [k for k in names if k not in shares]
         if missing:
             raise ValueError(f"{label} lacks {missing}: give the share of a step waiting for input of naive and tuned.")
-    text = (f"The profiler finds {profiled['naive']:.0%} of a naive step and {profiled['tuned']:.0%} of a tuned step "
-            f"spent waiting for input; the three timings gave {timed['naive']:.0%} and {timed['tuned']:.0%}.")
-    gaps = [abs(profiled[k] - timed[k]) for k in ("naive", "tuned")]
-    if max(gaps) <= 0.15:
-        text += " Both ways of measuring agree within 15 points."
-    else:
-        text += (f" They differ by up to {max(gaps) * 100:.0f} points: the profiler watched other steps, at another "
-                 "moment of the machine's load, so read both as estimates.")
+        for k in names:
+            _check_share(f"{label}[{k!r}]", shares[k])
+    ranges = {k: (timed[k], timed[k]) for k in names}
+    for k, pair in (timed_ranges or {}).items():
+        if k in ranges:
+            low, high = (_check_share(f"timed_ranges[{k!r}]", v) for v in pair)
+            if not low <= timed[k] <= high:
+                raise ValueError(f"timed_ranges[{k!r}]={pair!r} does not hold timed[{k!r}]={timed[k]!r}.")
+            ranges[k] = (low, high)
+
+    def pct(share: float) -> str:
+        return _pct(share, thresholds)
+
+    text = (f"The profiler finds {pct(profiled['naive'])} of a naive step and {pct(profiled['tuned'])} of a tuned "
+            f"step spent waiting for input; the three timings gave {pct(timed['naive'])} and {pct(timed['tuned'])}. "
+            f"One rule labels both: {_rule(thresholds)}.")
+    agree = True
+    for k in names:
+        ours = {wait_level(s, thresholds) for s in ranges[k]}
+        theirs = wait_level(profiled[k], thresholds)
+        if len(ours) > 1:
+            text += (f" For the {k} pipeline the timings cannot tell ({pct(ranges[k][0])} to {pct(ranges[k][1])} "
+                     f"with their IQRs, across a threshold), so there is nothing to compare; the profiler says "
+                     f"{theirs}.")
+            agree = False
+        elif ours == {theirs}:
+            text += f" Both call the {k} pipeline {theirs}."
+        else:
+            text += (f" They disagree on the {k} pipeline: the profiler's share makes it {theirs}, the timings' "
+                     f"makes it {ours.pop()}.")
+            agree = False
+    if agree:
+        text += " The two ways of measuring agree."
+    gap = max(abs(float(pct(profiled[k])[:-1]) - float(pct(timed[k])[:-1])) for k in names)  # as printed
+    if gap > 15:
+        text += (f" The figures themselves differ by up to {gap:.0f} points: the profiler watched other steps, "
+                 "at another moment of the machine's load, so read both as estimates.")
     return text
 
 
 def placement_reading(rounds: Mapping[str, Sequence[float]], batch_size: int, gpu_count: int) -> str:
     """Read the in-model vs in-map comparison from the round medians of :func:`interleaved`.
+
+    One placement is called faster only when it was faster in every round (the two ranges of round
+    medians do not overlap, :func:`separable`).
 
     Example:
         >>> placement_reading({"in_model": [0.030, 0.034], "in_map": [0.031, 0.036]}, 128, gpu_count=0)[:44]
@@ -365,8 +568,14 @@ def placement_reading(rounds: Mapping[str, Sequence[float]], batch_size: int, gp
     for key in ("in_model", "in_map"):
         if not rounds.get(key):
             raise ValueError(f"rounds lacks {key!r}: time both placements with interleaved().")
+        for value in rounds[key]:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"rounds[{key!r}] holds {value!r}: every round median must be a positive number "
+                                 "of seconds.")
     if len(rounds["in_model"]) != len(rounds["in_map"]):
         raise ValueError("rounds must hold one time per round for both placements.")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size={batch_size!r}: use a positive integer.")
 
     def span(key: str) -> str:
         fast, slow = batch_size / min(rounds[key]), batch_size / max(rounds[key])
@@ -375,14 +584,18 @@ def placement_reading(rounds: Mapping[str, Sequence[float]], batch_size: int, gp
     n = len(rounds["in_model"])
     text = f"In the model: {span('in_model')}; in dataset.map: {span('in_map')}, over {n} alternating rounds. "
     model, mapped = statistics.median(rounds["in_model"]), statistics.median(rounds["in_map"])
-    faster = "in the model" if model < mapped else "in dataset.map"
-    ratio = max(model, mapped) / min(model, mapped)
+    ratio = _times(max(model, mapped) / min(model, mapped))
     if separable(rounds["in_model"], rounds["in_map"]):
-        text += f"Preprocessing {faster} was faster in every round ({ratio:.2f}x by the medians). "
+        faster = "in the model" if model < mapped else "in dataset.map"
+        text += f"Preprocessing {faster} was faster in every round ({ratio} by the medians). "
     else:
-        wins = sum((a < b) == (model < mapped) for a, b in zip(rounds["in_model"], rounds["in_map"], strict=True))
-        text += (f"The ranges overlap, so on this machine the two placements are not separable; round by round, "
-                 f"preprocessing {faster} was faster in {wins} of {n} ({ratio:.2f}x by the medians). ")
+        model_wins = sum(a < b for a, b in zip(rounds["in_model"], rounds["in_map"], strict=True))
+        map_wins = sum(b < a for a, b in zip(rounds["in_model"], rounds["in_map"], strict=True))
+        text += ("The ranges overlap, so on this machine the two placements are not separable: neither is faster in "
+                 f"every round. Round by round, in the model took less time in {model_wins} of {n} and in "
+                 f"dataset.map in {map_wins} of {n}; ")
+        text += ("the medians are equal. " if model == mapped else
+                 f"by the medians, {'in the model' if model < mapped else 'in dataset.map'} was ahead by {ratio}. ")
     if gpu_count:
         text += ("Here the model runs on the GPU: in the model, the augmentation runs on the GPU as part of each step; "
                  "in dataset.map, the CPU does it while the GPU trains on the previous batch.")
@@ -401,9 +614,14 @@ def augmentation_reading(whole_s: float, each_s: float, model_s: float, while_lo
         >>> augmentation_reading(0.004, 0.02, 0.035, 0, 128)[:58]
         'The augmentation layers take 4 ms for a batch of 128 when '
     """
+    _check_times(whole_s=whole_s, each_s=each_s, model_s=model_s)
+    if isinstance(while_loops, bool) or not isinstance(while_loops, int) or while_loops < 0:
+        raise ValueError(f"while_loops={while_loops!r}: use the number of warnings, an integer >= 0.")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size={batch_size!r}: use a positive integer.")
     text = (f"The augmentation layers take {_ms(whole_s)} for a batch of {batch_size} when they transform it whole, "
-            f"and {_ms(each_s)} one image at a time ({each_s / whole_s:.1f}x as long); one training step of the model "
-            f"takes {_ms(model_s)}. ")
+            f"and {_ms(each_s)} one image at a time ({_times(each_s / whole_s)} as long); one training step of the "
+            f"model takes {_ms(model_s)}. ")
     if while_loops:
         text += f"TensorFlow warned {while_loops} time(s) that it fell back to a while_loop: the slowdown is back."
     else:

@@ -57,21 +57,34 @@ def tuned(files, load, augment, batch_size):
 def test_build_pipeline_model_answer_and_variants_pass():
     assert check.build_pipeline(tuned).ok
 
-    def dropping(files, load, augment, batch_size):
-        return tuned(files, load, augment, batch_size).unbatch().batch(batch_size, drop_remainder=True).prefetch(A)
+    def dropping(files, load, augment, batch_size):  # drop_remainder leaves out the last, partial batch only
+        return (files.map(load, num_parallel_calls=A).cache().shuffle(24).map(augment, num_parallel_calls=A)
+                .batch(batch_size, drop_remainder=True).prefetch(A))
 
     def batch_then_cache(files, load, augment, batch_size):
-        return files.map(load, num_parallel_calls=A).batch(batch_size).cache().map(augment, num_parallel_calls=A) \
-            .prefetch(A)
+        return files.map(load, num_parallel_calls=A).batch(batch_size).cache().shuffle(10) \
+            .map(augment, num_parallel_calls=A).prefetch(A)
 
     def with_options(files, load, augment, batch_size):
         return tuned(files, load, augment, batch_size).with_options(tf.data.Options())
 
-    fixed_calls = _order("load_p4", "cache", "augment_p4", "batch", "prefetch")  # a number above 1 is parallel too
-    shuffled = _order("load", "cache", "shuffle", "augment", "batch", "prefetch")  # shuffle after the cache: allowed
-    for answer in (batch_then_cache, with_options, fixed_calls, shuffled):
+    def step_by_step(files, load, augment, batch_size):
+        ds = files.map(load, num_parallel_calls=A)
+        ds = ds.cache()
+        ds = ds.shuffle(buffer_size=len(list(files)), reshuffle_each_iteration=True)
+        ds = ds.map(augment, num_parallel_calls=4, deterministic=False)
+        return ds.batch(batch_size).prefetch(2)
+
+    fixed_calls = _order("load_p4", "cache", "shuffle", "augment_p4", "batch", "prefetch")  # 4 calls: parallel too
+    for answer in (dropping, batch_then_cache, with_options, step_by_step, fixed_calls):
         fb = check.build_pipeline(answer)
         assert fb.ok, (getattr(answer, "__name__", answer), fb.message)
+        assert "every one of the 24 made-up files came out" in fb.message
+
+
+def test_build_pipeline_success_message_counts_what_it_saw():
+    fb = check.build_pipeline(tuned)
+    assert "load ran 24 times in 2 epochs" in fb.message and "the second epoch gave the images other" in fb.message
 
 
 def _order(*steps):
@@ -86,11 +99,21 @@ def _order(*steps):
                   "load_p4": lambda d: d.map(load, num_parallel_calls=4),
                   "augment_p4": lambda d: d.map(augment, num_parallel_calls=4),
                   "shuffle": lambda d: d.shuffle(100),
+                  "shuffle_once": lambda d: d.shuffle(100, reshuffle_each_iteration=False),
                   "cache": lambda d: d.cache(), "batch": lambda d: d.batch(batch_size),
                   "batch32": lambda d: d.batch(32),
                   "prefetch": lambda d: d.prefetch(A), "repeat": lambda d: d.repeat(), "take": lambda d: d.take(10),
+                  "take20": lambda d: d.take(20), "skip2": lambda d: d.skip(2),
+                  "odd": lambda d: d.filter(lambda image, label: label % 2 == 1),
                   "dup": lambda d: d.concatenate(d)}[step](ds)
         return ds
+    return build
+
+
+def _files_take(n):
+    def build(files, load, augment, batch_size):
+        return (files.take(n).map(load, num_parallel_calls=A).cache().shuffle(100)
+                .map(augment, num_parallel_calls=A).batch(batch_size).prefetch(A))
     return build
 
 
@@ -99,20 +122,25 @@ def _order(*steps):
     ("files.map(load).cache()", "Answer with a function"),
     (lambda files, load, augment, batch_size: None, "returns None"),
     (lambda files, load, augment, batch_size: [1, 2], "Return a tf.data.Dataset"),
-    (_order("load", "augment", "cache", "batch", "prefetch"), "Cache after load, before augment"),
+    (_order("load", "augment", "cache", "shuffle", "batch", "prefetch"), "Cache after load, before augment"),
     (_order("load", "augment", "batch", "prefetch"), "Add .cache() right after the map that loads"),
     (_order("cache", "load", "augment", "batch", "prefetch"), "Add .cache() right after the map that loads"),
-    (_order("load1", "cache", "augment", "batch", "prefetch"), "num_parallel_calls"),
-    (_order("load", "cache", "augment1", "batch", "prefetch"), "num_parallel_calls"),
-    (_order("load", "cache", "augment", "prefetch", "batch"), "not last (the pipeline ends with .batch())"),
-    (_order("load", "cache", "augment", "batch"), "end the pipeline with .prefetch"),
+    (_order("load1", "cache", "shuffle", "augment", "batch", "prefetch"), "num_parallel_calls"),
+    (_order("load", "cache", "shuffle", "augment1", "batch", "prefetch"), "num_parallel_calls"),
+    (_order("load", "cache", "shuffle", "augment", "prefetch", "batch"), "not last (the pipeline ends with .batch())"),
+    (_order("load", "cache", "shuffle", "augment", "batch"), "end the pipeline with .prefetch"),
     (_order("load", "cache", "augment", "batch32", "prefetch"), "Use the batch_size argument"),
     (_order("load", "cache", "augment", "batch", "prefetch", "repeat"), "Leave .repeat() out"),
     (_order("load", "cache", "augment", "prefetch"), "Group them with .batch(batch_size)"),
     (_order("load", "cache", "batch", "prefetch"), "augmentation never ran"),
     (_order("augment", "batch", "prefetch"), "raised"),  # augment before load: images are still file names
-    (_order("load", "cache", "take", "augment", "batch", "prefetch"), "each of the 24 files once"),
-    (_order("load", "cache", "dup", "augment", "batch", "prefetch"), "each of the 24 files once"),
+    # files left out: the hint names the dropped files, never "load ran 20 times" as a success
+    (_files_take(20), "dropped 4 of the 24 files"),
+    (_order("load", "cache", "take20", "shuffle", "augment", "batch", "prefetch"), "dropped 4 of the 24 files"),
+    (_order("load", "cache", "take", "augment", "batch", "prefetch"), "dropped 14 of the 24 files"),
+    (_order("skip2", "load", "cache", "shuffle", "augment", "batch", "prefetch"), "files 0, 1 never came out"),
+    (_order("load", "odd", "cache", "shuffle", "augment", "batch", "prefetch"), "dropped 12 of the 24 files"),
+    (_order("load", "cache", "dup", "augment", "batch", "prefetch"), "come out more than once"),
     # num_parallel_calls=1 is a parallel map in name only
     (_order("load_p1", "cache", "augment_p1", "batch", "prefetch"), "num_parallel_calls=1"),
     (_order("load", "cache", "augment_p1", "batch", "prefetch"), "num_parallel_calls=1"),
@@ -122,10 +150,15 @@ def _order(*steps):
     # a shuffle before the cache (or before load) is replayed every epoch
     (_order("load", "shuffle", "cache", "augment", "batch", "prefetch"), "Shuffle after the cache"),
     (_order("shuffle", "load", "cache", "augment", "batch", "prefetch"), "Shuffle after the cache"),
+    # augment after the cache, but each epoch pairs the same draws with the same images
+    (_order("load", "cache", "augment", "batch", "prefetch"), "add .shuffle(buffer_size) after .cache()"),
+    (_order("load", "cache", "shuffle_once", "augment", "batch", "prefetch"), "reshuffle_each_iteration=False"),
+    (_order("load", "cache", "augment", "shuffle", "batch", "prefetch"), "comes after .map(augment"),
 ])
 def test_build_pipeline_refuses_wrong_orders_with_a_hint(answer, hint):
     fb = check.build_pipeline(answer)
     assert not fb.ok and hint in fb.message, fb.message
+    assert "Right" not in fb.message
 
 
 def test_build_pipeline_check_never_raises_on_a_broken_function():
@@ -134,3 +167,61 @@ def test_build_pipeline_check_never_raises_on_a_broken_function():
 
     fb = check.build_pipeline(broken)
     assert not fb.ok and "raised" in fb.message
+
+
+PINNED = """
+import json, sys
+import tensorflow as tf
+from helpers.check import nb04 as check
+A = tf.data.AUTOTUNE
+
+def solution(files, load, augment, batch_size):  # the notebook's solution_2
+    return (files.map(load, num_parallel_calls=A).cache().shuffle(1000).map(augment, num_parallel_calls=A)
+            .batch(batch_size).prefetch(A))
+
+def unshuffled(files, load, augment, batch_size):
+    return (files.map(load, num_parallel_calls=A).cache().map(augment, num_parallel_calls=A)
+            .batch(batch_size).prefetch(A))
+
+verdicts = []
+for seed in (None, 0, 1, 7, 2024):
+    if seed is not None:
+        tf.random.set_seed(seed)
+    verdicts.append([check.build_pipeline(solution).ok, check.build_pipeline(unshuffled).ok])
+print(json.dumps(verdicts))
+"""
+
+
+def _verdicts(prefix):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    out = subprocess.run([*prefix, sys.executable, "-c", PINNED], capture_output=True, text=True, cwd=check.__file__
+                         .rsplit("/helpers/", 1)[0], env=env, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_build_pipeline_verdict_is_the_same_on_one_core_and_for_every_seed():
+    """Pinned to one core (taskset -c 0), the solution passed and an unshuffled pipeline was refused, whatever the seed.
+
+    Before, the check compared two epochs drawn by parallel maps on several threads: a multi-core machine paired
+    the draws with other images by chance, one core replayed them, and the verdict followed the core count.
+    """
+    import shutil
+
+    if shutil.which("taskset") is None:
+        pytest.skip("taskset is not installed")
+    assert _verdicts(["taskset", "-c", "0"]) == [[True, False]] * 5
+
+
+def test_build_pipeline_verdict_is_the_same_on_every_core_for_every_seed():
+    for seed in (None, 3):
+        if seed is not None:
+            tf.random.set_seed(seed)
+        assert check.build_pipeline(tuned).ok
+        fb = check.build_pipeline(_order("load", "cache", "augment", "batch", "prefetch"))
+        assert not fb.ok and "add .shuffle(buffer_size)" in fb.message, fb.message

@@ -87,62 +87,72 @@ def test_wait_share_follows_prefetch_and_the_longer_side():
             pipelines.wait_share(bad, 0.1, 0.1, prefetch=False)
 
 
+TH = (0.05, 0.20)  # the notebook's MODERATELY_FROM and INPUT_BOUND_FROM (xprof's thresholds)
+
+
 def test_bound_reading_always_says_whether_the_sides_overlapped():
-    sequential = pipelines.bound_reading(0.150, 0.0374, 0.185, gpu_count=0)
+    sequential = pipelines.bound_reading(0.150, 0.0374, 0.185, gpu_count=0, thresholds=TH)
     assert sequential.startswith("The naive pipeline is input-bound") and "one after the other" in sequential
     assert "on the CPU, which also runs the pipeline" in sequential
     assert "waited for input 80% of each step" in sequential
     assert "measured on this CPU" in sequential and "Without prefetch" in sequential
-    overlapped = pipelines.bound_reading(0.0112, 0.0041, 0.0112, gpu_count=1, name="tuned", prefetch=True)
-    assert "overlapped with training" in overlapped and "so the GPU waited for input 63%" in overlapped
-    partly = pipelines.bound_reading(0.10, 0.05, 0.125, gpu_count=0, name="tuned", prefetch=True)
+    overlapped = pipelines.bound_reading(0.0112, 0.0041, 0.0112, gpu_count=1, name="tuned", prefetch=True,
+                                         thresholds=TH)
+    assert "overlapped with training" in overlapped and "so the GPU waited" not in overlapped
+    assert overlapped.startswith("The tuned pipeline is input-bound: the GPU waited for input 63% of each step")
+    partly = pipelines.bound_reading(0.10, 0.05, 0.125, gpu_count=0, name="tuned", prefetch=True, thresholds=TH)
     assert "partly overlapped (50% of the shorter side was hidden)" in partly
-    no_prefetch = pipelines.bound_reading(0.10, 0.05, 0.125, gpu_count=0)  # cannot overlap: the gap is noise
+    no_prefetch = pipelines.bound_reading(0.10, 0.05, 0.125, gpu_count=0, thresholds=TH)  # the gap is noise
     assert "one after the other" in no_prefetch and "spread of timings" in no_prefetch
     assert "partly overlapped" not in no_prefetch
-    tiny = pipelines.bound_reading(0.142, 0.0041, 0.147, gpu_count=1)
-    assert "cannot be told here" in tiny and "so the GPU waited for input 97%" in tiny
-    noisy = pipelines.bound_reading(0.12, 0.03, 0.05, gpu_count=0)
+    tiny = pipelines.bound_reading(0.142, 0.0041, 0.147, gpu_count=1, thresholds=TH)
+    assert "cannot be told here" in tiny and "the GPU waited for input 97%" in tiny
+    noisy = pipelines.bound_reading(0.12, 0.03, 0.05, gpu_count=0, thresholds=TH)
     assert "load on this machine changed" in noisy
     with pytest.raises(ValueError, match="step_s=0"):
-        pipelines.bound_reading(0.1, 0.1, 0, gpu_count=0)
+        pipelines.bound_reading(0.1, 0.1, 0, gpu_count=0, thresholds=TH)
+    with pytest.raises(ValueError, match="thresholds="):
+        pipelines.bound_reading(0.1, 0.1, 0.2, gpu_count=0, thresholds=(20, 5))
 
 
 def test_bound_reading_of_a_compute_bound_prefetched_step_reports_sharing_not_waiting():
-    cpu = pipelines.bound_reading(0.00696, 0.0349, 0.0402, gpu_count=0, name="tuned", prefetch=True)
-    assert cpu.startswith("The tuned pipeline is compute-bound") and "waited for input 0% of each step" in cpu
+    cpu = pipelines.bound_reading(0.00696, 0.0349, 0.0402, gpu_count=0, name="tuned", prefetch=True, thresholds=TH)
+    assert cpu.startswith("The tuned pipeline is not input-bound") and "waited for input 0% of each step" in cpu
     assert "15% longer than the model alone" in cpu and "share the same CPU cores" in cpu
     assert "one after the other" not in cpu and "work still added up" in cpu
-    gpu = pipelines.bound_reading(0.003, 0.0041, 0.0045, gpu_count=1, name="tuned", prefetch=True)
+    gpu = pipelines.bound_reading(0.003, 0.0041, 0.0045, gpu_count=1, name="tuned", prefetch=True, thresholds=TH)
     assert "before the GPU asked for it" in gpu and "10% longer" in gpu and "CPU cores" not in gpu
-    same = pipelines.bound_reading(0.003, 0.0041, 0.0042, gpu_count=1, name="tuned", prefetch=True)
+    same = pipelines.bound_reading(0.003, 0.0041, 0.0042, gpu_count=1, name="tuned", prefetch=True, thresholds=TH)
     assert "took as long as the model alone" in same
-    not_prefetched = pipelines.bound_reading(0.03, 0.05, 0.08, gpu_count=0, name="cached")
-    assert "compute-bound" in not_prefetched and "waited for input 38%" in not_prefetched
+    not_prefetched = pipelines.bound_reading(0.03, 0.05, 0.08, gpu_count=0, name="cached", thresholds=TH)
+    assert not_prefetched.startswith("The cached pipeline is input-bound") and "waited for input 38%" in not_prefetched
 
 
 def test_variants_reading_reads_ratios_the_autotune_budget_and_the_limit_of_prefetch():
     v = {"naive": 700, "naive_default": 790, "parallel": 1500, "cached": 2950, "prefetched": 580, "tuned": 3330}
-    text = pipelines.variants_reading(v, input_s=0.184, model_s=0.0295, cores=2)
+    s = dict.fromkeys(v, 0.05)
+    text = pipelines.variants_reading(v, input_s=0.184, model_s=0.0295, cores=2, spreads=s)
     assert "4.8x as fast as the naive one" in text and "best single change here is cached" in text
-    assert "at most 1.16x" in text and "below 1x" in text and "ran at 790 images/s (1.1x)" in text
+    assert "at most 1.16x" in text and "It measured 0.83x: slower than naive" in text
+    assert "ran at 790 images/s (1.1x)" in text
     assert "CPU budget of 2 cores" in text
-    assert "CPU budget of 1 core:" in pipelines.variants_reading(v, 0.184, 0.0295, cores=1)
-    assert f"budget of {pipelines.schedulable_cores()} core" in pipelines.variants_reading(v, 0.184, 0.0295)
-    v["prefetched"] = 800
-    assert "below 1x" not in pipelines.variants_reading(v, 0.184, 0.0295)
+    assert "CPU budget of 1 core:" in pipelines.variants_reading(v, 0.184, 0.0295, cores=1, spreads=s)
+    assert f"budget of {pipelines.schedulable_cores()} core" in pipelines.variants_reading(v, 0.184, 0.0295, spreads=s)
+    noisy = pipelines.variants_reading(v, 0.184, 0.0295, spreads={**s, "prefetched": 0.5})
+    assert "It measured 0.83x, within the spread of the step times" in noisy
+    assert "prefetch 0.8x, within the spread" in noisy
     with pytest.raises(ValueError, match="lacks"):
-        pipelines.variants_reading({"naive": 1}, 0.1, 0.1)
+        pipelines.variants_reading({"naive": 1}, 0.1, 0.1, spreads={"naive": 0.1})
 
 
-def test_profiler_reading_compares_both_pipelines_both_ways():
-    text = pipelines.profiler_reading({"naive": 0.82, "tuned": 0.003}, {"naive": 0.80, "tuned": 0.0})
+def test_profiler_reading_compares_both_pipelines_by_one_rule():
+    text = pipelines.profiler_reading({"naive": 0.82, "tuned": 0.003}, {"naive": 0.80, "tuned": 0.0}, thresholds=TH)
     assert "82% of a naive step and 0% of a tuned step" in text and "gave 80% and 0%" in text
-    assert "agree within 15 points" in text
-    apart = pipelines.profiler_reading({"naive": 0.96, "tuned": 0.31}, {"naive": 0.97, "tuned": 0.63})
-    assert "differ by up to 32 points" in apart
+    assert "Both call the naive pipeline input-bound." in text and "The two ways of measuring agree." in text
+    apart = pipelines.profiler_reading({"naive": 0.96, "tuned": 0.31}, {"naive": 0.97, "tuned": 0.63}, thresholds=TH)
+    assert "differ by up to 32 points" in apart and "Both call the tuned pipeline input-bound." in apart
     with pytest.raises(ValueError, match="tuned"):
-        pipelines.profiler_reading({"naive": 0.5}, {"naive": 0.5, "tuned": 0.0})
+        pipelines.profiler_reading({"naive": 0.5}, {"naive": 0.5, "tuned": 0.0}, thresholds=TH)
 
 
 def test_input_pipeline_summary_finds_the_step_table_whatever_its_place():
@@ -165,7 +175,8 @@ def test_placement_reading_cpu_gpu_separability_and_round_by_round():
     overlap = {"in_model": [0.050, 0.070, 0.060], "in_map": [0.061, 0.071, 0.065]}
     cpu = pipelines.placement_reading(overlap, 128, gpu_count=0)
     assert "not separable" in cpu and "Without a GPU both placements run on the same CPU cores" in cpu
-    assert "in the model was faster in 3 of 3" in cpu and "(median 2,133)" in cpu and "prefetch" in cpu
+    assert "in the model took less time in 3 of 3 and in dataset.map in 0 of 3" in cpu
+    assert "(median 2,133)" in cpu and "prefetch" in cpu and "was faster" not in cpu
     apart = {"in_model": [0.0106, 0.0108], "in_map": [0.0162, 0.0171]}
     gpu = pipelines.placement_reading(apart, 128, gpu_count=1)
     assert "in the model was faster in every round" in gpu and "Here the model runs on the GPU" in gpu

@@ -120,6 +120,18 @@ def bottleneck(answer: Any) -> Feedback:
 
 
 N_FILES = 24
+AUGMENT_SEED = 404  # the op seed of the check's random augment
+
+
+def _one_thread(tf: Any, ds: Any) -> Any:
+    """The pipeline with all of tf.data's work on one thread: its random draws come in the order of the elements.
+
+    With several threads, parallel maps draw in whatever order the threads run, which pairs draws with other
+    images from epoch to epoch on a multi-core machine only; one thread makes the check the same on any core count.
+    """
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = 1
+    return ds.with_options(options)
 
 
 def _synthetic(tf: Any) -> tuple[Any, Callable[..., Any], Callable[..., Any], dict[str, int]]:
@@ -144,7 +156,9 @@ def _synthetic(tf: Any) -> tuple[Any, Callable[..., Any], Callable[..., Any], di
 
     @tf.autograph.experimental.do_not_convert
     def augment(image: Any, label: Any) -> tuple[Any, Any]:
-        out = image + tf.random.uniform([], 0.01, 0.5)
+        # An op seed: each epoch's iterator draws the same sequence whatever the global seed (set or not), so
+        # whether the draws land on other images in the next epoch depends on the pipeline only.
+        out = image + tf.random.uniform([], 0.01, 0.5, seed=AUGMENT_SEED)
         return tf.ensure_shape(tf.py_function(count_images, [out], tf.float32), image.shape), label
 
     files = tf.data.Dataset.from_tensor_slices((tf.strings.as_string(tf.range(N_FILES)), tf.range(N_FILES)))
@@ -209,7 +223,7 @@ def _run(answer: Callable[..., Any], batch_size: int) -> Feedback | dict[str, An
     for _ in range(2):
         before = calls["augment"]
         try:
-            epoch = _epoch(ds, limit)
+            epoch = _epoch(_one_thread(tf, ds), limit)
         except Exception as err:  # noqa: BLE001
             return wrong(f"Reading your pipeline raised {type(err).__name__}: {str(err).splitlines()[0][:300]}")
         if isinstance(epoch, Feedback):
@@ -225,11 +239,42 @@ def _run(answer: Callable[..., Any], batch_size: int) -> Feedback | dict[str, An
         return wrong(f"The first batch holds {images[0].shape[0]} images, but batch_size is {batch_size}. Use the "
                      "batch_size argument, not a fixed number.")
     seen = [int(v) for batch in labels for v in np.ravel(batch)]
-    whole = len(seen) == len(set(seen)) and set(seen) <= set(range(N_FILES)) and len(seen) > N_FILES - batch_size
-    if not whole:
+    if len(seen) != len(set(seen)) or not set(seen) <= set(range(N_FILES)):
         return wrong(f"One epoch should hold each of the {N_FILES} files once; yours held {len(seen)} images with "
-                     f"{len(set(seen))} different labels. Leave out .take(), .skip() and .repeat().")
+                     f"{len(set(seen))} different labels: some files come out more than once. Leave out "
+                     ".repeat() and .concatenate().")
+    remainder = N_FILES % batch_size  # .batch(drop_remainder=True) may leave out the last, partial batch
+    full = all(np.ravel(batch).size == batch_size for batch in labels)
+    if len(seen) != N_FILES and not (remainder and full and len(seen) == N_FILES - remainder):
+        missing = sorted(set(range(N_FILES)) - set(seen))
+        return wrong(f"Your pipeline dropped {len(missing)} of the {N_FILES} files (with batch_size={batch_size}, "
+                     f"files {', '.join(map(str, missing[:8]))}{' ...' if len(missing) > 8 else ''} never came out): "
+                     ".take(), .skip() or .filter() leave files out of every epoch. Keep every file.")
     return {"calls": calls["load"], "augmented": augmented, "epochs": epochs, "chain": _chain(ds), "dataset": ds}
+
+
+def _replay_hint(ds: Any, steps: list[str], shuffle: int | None) -> str:
+    """Why augment ran in both epochs yet gave every image the same 'random' change: the draws met the same images."""
+    start = ("augment ran again in the second epoch, yet every image got the same 'random' change as in the first: "
+             "each epoch starts a new iterator, which replays the same random draws (with a seed set, as "
+             "helpers.setup does, or an op seed) in the same order. ")
+    if shuffle is None:
+        return start + ("Nothing changes which image meets which draw: add .shuffle(buffer_size) after .cache() and "
+                        "before .map(augment, ...), so every epoch pairs the draws with other images.")
+    layer = ds
+    for _ in range(50):
+        if layer is None:
+            break
+        if "Shuffle" in type(layer).__name__ and getattr(layer, "_reshuffle_each_iteration", True) is False:
+            return start + ("Your shuffle has reshuffle_each_iteration=False: it keeps one order for every epoch. "
+                            "Leave that argument out, so each epoch gets a new order.")
+        layer = getattr(layer, "_input_dataset", None)
+    maps = [i for i, n in enumerate(steps) if "Map" in n]
+    if maps and shuffle < min(maps):
+        return start + ("Your .shuffle() comes after .map(augment, ...): each image gets its draw first, and only "
+                        "then is the order shuffled. Shuffle after the cache and before augment.")
+    return start + ("Shuffle after .cache() and before .map(augment, ...), so every epoch pairs the draws with other "
+                    "images.")
 
 
 def build_pipeline(answer: Any) -> Feedback:
@@ -237,14 +282,17 @@ def build_pipeline(answer: Any) -> Feedback:
 
     The check runs it on 24 made-up files with its own ``load`` (which counts its calls) and a
     random ``augment`` (which counts the images it sees), for two epochs and two batch sizes, then reads
-    the pipeline's steps: load runs once per file (cache after load), augment runs once per image
-    in every epoch (cache before the random step), both maps run in parallel (AUTOTUNE or more than
-    one call), a shuffle, if any, comes after the cache, and prefetch comes last.
+    the pipeline's steps: every file comes out once per epoch, load runs once per file (cache after
+    load), augment runs once per image in every epoch (cache before the random step), both maps run
+    in parallel (AUTOTUNE or more than one call), a shuffle after the cache and before augment gives
+    each epoch other augmentations, and prefetch comes last. The check runs the pipeline on one
+    thread and its augment has an op seed, so the verdict is the same whatever seed is set and whatever the
+    number of cores.
 
     Example:
         >>> def tuned(files, load, augment, batch_size):
         ...     import tensorflow as tf
-        ...     return (files.map(load, num_parallel_calls=tf.data.AUTOTUNE).cache()
+        ...     return (files.map(load, num_parallel_calls=tf.data.AUTOTUNE).cache().shuffle(24)
         ...             .map(augment, num_parallel_calls=tf.data.AUTOTUNE).batch(batch_size).prefetch(tf.data.AUTOTUNE))
         >>> build_pipeline(tuned).ok
         True
@@ -279,14 +327,11 @@ def build_pipeline(answer: Any) -> Feedback:
     if all(np.allclose(first[k], plain[k]) for k in first):
         return wrong("The images come out exactly as load made them: augmentation never ran. Add .map(augment, ...) "
                      "after the cache.")
-    if all(np.allclose(first[k], second[k]) for k in first if k in second):
-        return wrong("Both epochs saw exactly the same 'random' augmentation: .cache() comes after .map(augment), so "
-                     "the first epoch's random flips are stored and replayed. Cache after load, before augment.")
     first_epoch, second_epoch = run["augmented"]
     if first_epoch > second_epoch:
         return wrong(f"augment ran on {first_epoch} images in the first epoch but on {second_epoch} in the second: a "
                      ".map(augment) before .cache() ran once, and the cache replays its 'random' result every epoch. "
-                     "Augment once, after the cache.")
+                     "Cache after load, before augment.")
     if second_epoch > N_FILES:
         return wrong(f"augment ran on {second_epoch} images per epoch for {N_FILES} files: each image is augmented "
                      "more than once. Keep one .map(augment, ...), after the cache.")
@@ -302,14 +347,18 @@ def build_pipeline(answer: Any) -> Feedback:
     shuffle = next((i for i, n in enumerate(steps) if "Shuffle" in n), None)
     if cache is not None and shuffle is not None and shuffle > cache:
         return wrong(".shuffle() comes before .cache(): the cache keeps the first epoch's order and replays it every "
-                     "epoch, so the shuffle runs once. Shuffle after the cache, or leave it out.")
+                     "epoch, so the shuffle runs once. Shuffle after the cache, before augment.")
     if not any("Prefetch" in n for n in steps):
         return wrong("Nothing prepares the next batch while the model trains: end the pipeline with "
                      ".prefetch(tf.data.AUTOTUNE).")
     if "Prefetch" not in steps[0]:
         return wrong(f"Prefetch is there but not last (the pipeline ends with {_method(steps[0])}). Put "
                      ".prefetch(tf.data.AUTOTUNE) at the very end, after .batch(), so whole batches wait ready.")
-    return Feedback(True, f"Right: on {N_FILES} made-up files load ran {run['calls']} times in 2 epochs (cached), "
-                          "augment ran once per image in each epoch and changed the images between epochs (cache "
-                          "before the random step), both maps run in parallel and prefetch comes last; the batch "
+    same = [k for k in first if k in second and np.allclose(first[k], second[k])]
+    if len(same) == len(first):
+        return wrong(_replay_hint(run["dataset"], steps, shuffle))
+    return Feedback(True, f"Right: every one of the {N_FILES} made-up files came out in each epoch, load ran "
+                          f"{run['calls']} times in 2 epochs (cached), augment ran once per image in each epoch, "
+                          "and the second epoch gave the images other random changes (cache before the random step, "
+                          "a new order each epoch); both maps run in parallel and prefetch comes last; the batch "
                           "size follows the argument.")

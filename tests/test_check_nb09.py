@@ -122,6 +122,15 @@ def test_fits_cases_sit_on_both_sides_of_the_edge_and_on_it():
     assert sum(s == 0.9 for s in shares) >= 2
 
 
+def test_fits_diagnosis_keeps_a_printing_function_quiet(capsys):
+    def noisy(job_bytes, gpu_memory_gb):
+        print("checking", job_bytes)
+        return round(job_bytes / 2**30) <= 0.9 * gpu_memory_gb
+
+    assert "whole GB" in check.fits(noisy).message
+    assert capsys.readouterr().out.count("checking") == len(check.FIT_CASES)  # the cases, not the search
+
+
 def test_fits_refuses_non_booleans_constants_and_placeholders():
     assert "return True or False" in check.fits(lambda j, g: 1).message
     assert "return True or False" in check.fits(lambda j, g: "yes").message

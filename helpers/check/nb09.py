@@ -17,6 +17,8 @@ mistake gives exactly those answers and names it:
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 import numbers
 from collections.abc import Callable
@@ -294,7 +296,8 @@ def fits(answer: Any) -> Feedback:
     job, gb = FIT_CASES[i]
     head = (f"A job of {job:,.0f} bytes on a GPU of {gb} GB: the answer is {expected[i]} (0.9 x {gb} x 2**30 = "
             f"{USABLE * gb * GIB:,.0f} bytes), your function says {answers[i]}. ")
-    hint = _diagnose_fits(answer)
+    with contextlib.redirect_stdout(io.StringIO()):  # a print in the learner's function runs ~300 times here
+        hint = _diagnose_fits(answer)
     if hint is None and math.isclose(job, USABLE * gb * GIB, rel_tol=1e-12):
         hint = "A job of exactly 90 % of the memory fits: compare with <=, not <."
     return wrong(head + (hint or "Compare job_bytes with 0.9 x gpu_memory_gb x 2**30 (binary GB), with <=."))

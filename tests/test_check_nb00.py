@@ -1,6 +1,7 @@
 """Exercise feedback of notebook 00: function answers checked on made-up machines and table rows."""
 
 import numpy as np
+import pytest
 
 from helpers.check import nb00 as check
 
@@ -19,7 +20,7 @@ def test_count_gpus_refuses_the_constant_that_is_right_on_this_machine():
     fb = check.count_gpus(0)
     assert not fb.ok and "Define a function" in fb.message
     fb = check.count_gpus(lambda devices: 0)
-    assert not fb.ok and "has 1 GPU(s)" in fb.message
+    assert not fb.ok and "gives 0 on every machine" in fb.message and "ignores the list" in fb.message
 
 
 def test_count_gpus_explains_counting_every_device_and_returning_a_list():
@@ -51,3 +52,53 @@ def test_an_unwritten_function_is_not_answered_yet():
 
     assert check.count_gpus(count_gpus).message.startswith("Not answered yet: `count_gpus` returns None")
     assert "Not answered yet" in check.has_bf16_tensor_cores(lambda gpu: None).message
+
+
+# ---------------------------------------------------------------- five plausible wrong answers and two right ones each
+@pytest.mark.parametrize(("answer", "hint"), [
+    (lambda devices: 0, "ignores the list it is given"),  # right on this laptop only
+    (lambda devices: sum(d.device_type == "gpu" for d in devices), "in capitals"),  # lower case never matches
+    (lambda devices: len(devices) - 1, "every device but one"),  # "all but the CPU"
+    (len, "CPUs included"),
+    (lambda devices: any(d.device_type == "GPU" for d in devices), "whole number"),  # a bool, not a count
+    (lambda devices: [d for d in devices if d.device_type == "GPU"], "len("),
+    (lambda devices: sum(d.name.endswith("GPU:0") for d in devices), "but it has 4 GPU(s)"),  # only the first GPU
+    (lambda devices: len(devices) // 2, "but it has"),
+])
+def test_count_gpus_refuses_plausible_wrong_answers_naming_the_mistake(answer, hint):
+    fb = check.count_gpus(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+@pytest.mark.parametrize("answer", [
+    lambda devices: len([d for d in devices if d.device_type.upper() == "GPU"]),
+    lambda devices: float(sum(1 for d in devices if ":GPU:" in d.name)),
+])
+def test_count_gpus_accepts_right_answers_written_differently(answer):
+    assert check.count_gpus(answer).ok
+
+
+@pytest.mark.parametrize(("answer", "hint"), [
+    (lambda gpu: gpu["compute_capability"] > 8.0, "not > 8.0"),  # misses the A100, exactly 8.0
+    (lambda gpu: gpu["compute_capability"] >= 8.5, "says no"),  # a threshold above 8.0: not a strictness slip
+    (lambda gpu: gpu["compute_capability"] >= 7.0, "float16 at most"),  # the float16 Tensor Core rule
+    (lambda gpu: 8.0 <= gpu["compute_capability"] < 9.0, "newer GPUs count too"),  # Ampere and Ada only
+    (lambda gpu: int(gpu["compute_capability"] >= 8.0), "return True or False"),  # 1/0, not a bool
+    (lambda gpu: gpu["compute_capability"] >= "8.0", "raised TypeError"),  # compares a number with a string
+    (lambda gpu: "A100" in gpu["name"] or "H100" in gpu["name"], "says no"),  # a list of names
+])
+def test_bf16_refuses_plausible_wrong_answers_naming_the_mistake(answer, hint):
+    fb = check.has_bf16_tensor_cores(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+def test_bf16_blames_strictness_only_for_a_strict_comparison_at_8():
+    assert "not > 8.0" not in check.has_bf16_tensor_cores(lambda gpu: gpu["compute_capability"] >= 8.5).message
+
+
+@pytest.mark.parametrize("answer", [
+    lambda gpu: not gpu["compute_capability"] < 8,
+    lambda gpu: bool(np.float64(gpu["compute_capability"]) >= 8),
+])
+def test_bf16_accepts_right_answers_written_differently(answer):
+    assert check.has_bf16_tensor_cores(answer).ok

@@ -100,3 +100,64 @@ def test_dense_flops_accepts_two_flops_per_multiply_add_for_the_whole_batch():
 def test_dense_flops_explains_each_typical_mistake(answer, hint):
     fb = check.dense_flops(answer)
     assert not fb.ok and hint in fb.message, fb.message
+
+
+# ------------------------------------------------ more plausible wrong answers and right ones written differently
+@pytest.mark.parametrize(("answer", "hint"), [
+    (784 * 256 + 256 * 10, "forgot the biases"),
+    (784 * 256 + 256 + 256 * 10, "output layer's 10 biases"),
+    (784 * 256 + 256 * 10 + 10, "hidden layer's 256 biases"),
+    (784 * 256 * 10, "do not multiply"),
+    (784 * 10 + 10, "single Dense(10)"),
+    (203530.5, "whole number"),
+    ("203530", "whole number"),
+])
+def test_param_count_refuses_plausible_wrong_answers_naming_the_mistake(answer, hint):
+    fb = check.mlp_param_count(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+@pytest.mark.parametrize("answer", [(784 + 1) * 256 + (256 + 1) * 10, 203530.0])
+def test_param_count_accepts_right_answers_written_differently(answer):
+    assert check.mlp_param_count(answer).ok
+
+
+@pytest.mark.parametrize(("answer", "hint"), [
+    (2 * 784 * 128 * 32 / 1e9, "GFLOPs"),  # the right count in the wrong unit
+    (2 * 784 * 128 * 32 / 1e6, "MFLOPs"),
+    (3 * 2 * 784 * 128 * 32, "forward + backward"),
+    (2 * 784 * 128 * 31, "31 images"),
+    (784 * 128 * 32, "multiply-adds (MACs)"),
+    (2 * 784 * 128, "That is one image"),
+    (2 * 785 * 128 * 32, "bias as an extra input"),
+    ("6422528", "whole number"),
+])
+def test_dense_flops_refuses_plausible_wrong_answers_naming_the_mistake(answer, hint):
+    fb = check.dense_flops(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+@pytest.mark.parametrize("answer", [32 * 128 * 784 * 2, np.int64(2 * 784) * 128 * 32])
+def test_dense_flops_accepts_right_answers_written_differently(answer):
+    assert check.dense_flops(answer).ok
+
+
+@pytest.mark.parametrize(("answer", "hint"), [
+    (lambda z: 1 / (1 + np.exp(-z)), "sigmoid itself"),
+    (lambda z: -(1 / (1 + np.exp(-z))) * (1 - 1 / (1 + np.exp(-z))), "sign is flipped"),
+    (lambda z: np.maximum(z, 0) > 0, "derivative of ReLU"),
+    (lambda z: np.exp(-z) / (1 + np.exp(-z)), "1 - s"),
+    (lambda z: np.sum(_sigmoid(z) * (1 - _sigmoid(z))), "element-wise"),
+    (lambda z: 1 / (1 + math.exp(-z)), "np.exp"),
+])
+def test_sigmoid_derivative_refuses_plausible_wrong_answers_naming_the_mistake(answer, hint):
+    fb = check.sigmoid_derivative(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+@pytest.mark.parametrize("answer", [
+    lambda z: np.exp(z) / (1 + np.exp(z)) ** 2,
+    lambda z: 0.25 * (1 - np.tanh(z / 2) ** 2),
+])
+def test_sigmoid_derivative_accepts_right_answers_written_differently(answer):
+    assert check.sigmoid_derivative(answer).ok

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from helpers import env
 from helpers.check import nb02 as check
@@ -95,3 +96,78 @@ def test_an_unwritten_function_is_not_answered_yet_and_a_lazy_none_is_explained(
         return 2 if len(readings) == 4 else None  # only the example server has 4 GPUs
 
     assert "return None only when no GPU has enough free memory" in check.choose_gpu(none_unless_example).message
+
+
+# ---------------------------------------------------------------- five plausible wrong answers and two right ones each
+def _variant(fits, key=lambda r: r.utilization_pct, position=False):
+    def choose(readings, need):
+        kept = [(i, r) for i, r in enumerate(readings) if fits(r, need)]
+        if not kept:
+            return None
+        i, r = min(kept, key=lambda pair: key(pair[1]))
+        return i if position else r.index
+    return choose
+
+
+def _free(r):
+    return r.memory_total_bytes - r.memory_used_bytes
+
+
+CHOOSE_WRONG = [
+    (_variant(lambda r, n: _free(r) > n), ">=, not >"),  # the boundary: exactly enough free is enough
+    (_variant(lambda r, n: _free(r) >= n, position=True), "position in the list"),  # enumerate's i, not .index
+    (_variant(lambda r, n: _free(r) / 2**30 >= n), "same unit"),  # GiB against bytes: nothing ever fits
+    (_variant(lambda r, n: _free(r) >= n, key=lambda r: -_free(r)), "most free memory"),
+    (_variant(lambda r, n: _free(r) >= n, key=lambda r: r.memory_used_bytes), "uses the least memory"),
+    (_variant(lambda r, n: _free(r) >= n, key=lambda r: -r.utilization_pct), "not the maximum"),
+    (_variant(lambda r, n: r.memory_used_bytes < n), "Test free memory: total - used >= need"),
+    (_variant(lambda r, n: True), "Keep the GPUs with total - used >= need first"),
+    (lambda readings, need: float(right_choose(readings, need) or 0), "return a GPU index (an int)"),
+]
+
+
+@pytest.mark.parametrize(("answer", "hint"), CHOOSE_WRONG)
+def test_choose_gpu_refuses_plausible_wrong_answers_naming_the_mistake(answer, hint):
+    fb = check.choose_gpu(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+@pytest.mark.parametrize("answer", [
+    lambda readings, need: next((r.index for r in sorted(readings, key=lambda r: r.utilization_pct)
+                                 if r.memory_total_bytes - need >= r.memory_used_bytes), None),
+    _variant(lambda r, n: not _free(r) < n),
+])
+def test_choose_gpu_accepts_right_answers_written_differently(answer):
+    assert check.choose_gpu(answer).ok
+
+
+def test_matmul_on_refuses_plausible_wrong_answers_naming_the_mistake():
+    def no_with(device, a, b):
+        tf.device(device)  # creates the context manager but never enters it
+        return tf.matmul(a, b)
+
+    cases = [
+        (no_with, "ignores `device`"),
+        (lambda device, a, b: tf.matmul(b, a), "in that order"),  # (3, 2) @ (2, 3) is (3, 3): shapes still work
+        (lambda device, a, b: (a @ b).numpy(), "returns ndarray"),
+        (lambda device, a, b: tf.matmul(a, b) * 2, "not a @ b"),
+        (lambda device, a, b: tf.constant(np.ones((2, 2), np.float32)), "not a @ b"),
+        (lambda device, a, b: None, "Not answered yet"),
+    ]
+    for answer, hint in cases:
+        fb = check.matmul_on(answer)
+        assert not fb.ok and hint in fb.message, (hint, fb.message)
+
+
+def test_matmul_on_accepts_right_answers_written_differently():
+    def with_name(device, a, b):
+        with tf.device(device):
+            out = a @ b
+        return out
+
+    assert check.matmul_on(with_name).ok
+    def linalg(device, a, b):
+        with tf.device(device):
+            return tf.linalg.matmul(a, b, transpose_b=False)
+
+    assert check.matmul_on(linalg).ok

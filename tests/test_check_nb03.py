@@ -335,7 +335,7 @@ def test_crossover_cases_cover_the_mistakes_the_review_found():
     (_tie_counts_as_a_win, "counted a tie as a GPU win"),
     (_forward_tie_counts_as_a_win, "counted a tie as a GPU win"),
     (_as_text, "not a string"),
-    (_largest_if_the_gpu_wins_there, "the GPU is faster from 256 on"),
+    (_largest_if_the_gpu_wins_there, "you returned the largest size, 4096"),
     (_never_none, "the answer is None"),
     (_none_only_when_the_gpu_never_wins, "the answer is None"),
     (lambda sizes: None, "raised TypeError"),
@@ -343,3 +343,133 @@ def test_crossover_cases_cover_the_mistakes_the_review_found():
 def test_crossover_explains_mistakes(answer, hint):
     fb = check.crossover(answer)
     assert not fb.ok and hint in fb.message, fb.message
+
+
+# ------------------------------------------------ more plausible wrong answers, each hint naming its mistake
+@pytest.mark.parametrize("answer, hint", [
+    (lambda n, s: 2 * n**3 // s // 1e9, "`//` (floor division)"),
+    (lambda n, s: int(2 * n**3 / s / 1e9), "cut to whole numbers"),
+    (lambda n, s: 2 * n ^ 3 / s / 1e9, "bitwise XOR"),  # raises TypeError: int ^ float
+    (lambda n, s: (2 * n ^ 3) / s / 1e9, "bitwise XOR"),  # runs, with the wrong value
+    (lambda n, s: 2 * n**2 / s / 1e9, "2·n² FLOPs"),
+    (lambda n, s: 2 * n**3 / s / 1e6, "not 1e6 (mega)"),
+    (lambda n, s: round(2 * n**3 / s / 1e9), "don't round"),
+])
+def test_gflops_names_the_mistake_actually_made(answer, hint):
+    fb = check.gflops(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+@pytest.mark.parametrize("answer", [lambda n, s: n**3 * 2 / s * 1e-9, lambda n, s: (2 * n * n * n) / (s * 10**9)])
+def test_gflops_accepts_right_answers_written_differently(answer):
+    assert check.gflops(answer).ok
+
+
+def _nanoseconds(fn):
+    start = time.perf_counter_ns()
+    fn().numpy()
+    return time.perf_counter_ns() - start
+
+
+def _whole_seconds(fn):
+    start = time.perf_counter()
+    fn().numpy()
+    return round(time.perf_counter() - start)
+
+
+def _truncated(fn):
+    start = time.perf_counter()
+    fn().numpy()
+    return int(time.perf_counter() - start)
+
+
+def _waits_after_reading_the_clock(fn):
+    start = time.perf_counter()
+    result = fn()
+    elapsed = time.perf_counter() - start
+    result.numpy()
+    return elapsed
+
+
+def _never_calls_numpy(fn):
+    start = time.perf_counter()
+    fn().numpy  # noqa: B018 - the method is named, never called: no wait
+    return time.perf_counter() - start
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (_nanoseconds, "nanoseconds"),
+    (_whole_seconds, "returns whole seconds"),
+    (_truncated, "returns whole seconds"),
+    (_waits_after_reading_the_clock, "after the second clock reading"),
+    (_never_calls_numpy, "returns as soon as the work is queued"),
+])
+def test_time_it_names_the_mistake_actually_made(answer, hint):
+    fb = check.time_it(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+def _with_time_time(fn):
+    begin = time.time()
+    out = fn()
+    float(out)  # converting the result to a Python number waits for it too
+    return time.time() - begin
+
+
+def _with_monotonic(fn):
+    t0 = time.monotonic()
+    bench.synchronize() if fn().numpy() is None else None
+    return time.monotonic() - t0
+
+
+@pytest.mark.parametrize("answer", [_with_time_time, _with_monotonic])
+def test_time_it_accepts_right_answers_written_differently(answer):
+    assert check.time_it(answer).ok
+
+
+def _last_size_where_the_cpu_wins(sizes, cpu_s, gpu_s):
+    found = None
+    for n, c, g in zip(sizes, cpu_s, gpu_s, strict=True):
+        if g >= c:
+            found = n
+    return found
+
+
+def _one_size_too_far(sizes, cpu_s, gpu_s):
+    right = model_crossover(sizes, cpu_s, gpu_s)
+    if right is None:
+        return None
+    i = sizes.index(right)
+    return sizes[min(i + 1, len(sizes) - 1)]
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (_last_size_where_the_cpu_wins, "one size too small"),
+    (_one_size_too_far, "one size too far"),
+    (lambda sizes, cpu_s, gpu_s: next((n for n, c, g in zip(sizes, cpu_s, gpu_s, strict=True) if g < c), None),
+     "loses again"),
+    (lambda sizes, cpu_s, gpu_s: sizes[-1] if gpu_s[-1] < cpu_s[-1] else None, "you returned the largest size"),
+    (lambda sizes, cpu_s, gpu_s: str(model_crossover(sizes, cpu_s, gpu_s)), "not a string"),
+])
+def test_crossover_names_the_mistake_actually_made(answer, hint):
+    fb = check.crossover(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+# ---------------------------------------------------------------- the exercise text agrees with the checks
+def _exercise_text():
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).parents[1] / "notebooks" / "03_cpu_vs_gpu_timing.ipynb").read_text())
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def test_exercise_text_states_the_checks_own_work_times_and_case_counts():
+    text = _exercise_text()
+    works = ", ".join(f"{s:g} s" for s in check.TIME_IT_WORK_S[:-1]) + f" and {check.TIME_IT_WORK_S[-1]:g} s"
+    assert f"whose work takes {works}" in text
+    words = {5: "five", 9: "nine"}
+    assert f"calls it on {words[len(check.GFLOPS_CASES)]} made-up sizes and times" in text
+    assert f"calls it on {words[len(check.CROSSOVER_CASES)]} made-up sweeps" in text
+    assert "0.15 s" not in text and "0.3 s" not in text

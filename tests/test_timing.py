@@ -154,13 +154,13 @@ def test_closing_note_covers_every_measurement_of_a_gpu_run():
     text = "\n".join(lines)
     assert "34x too short" in text
     assert "Matmul on GPU: at best 4,403 GFLOP/s (n = 2048), 54% of its peak 8,100." in text
-    assert "the GPU is 5.16x faster, against 13.76x quoted from a blog post" in text
+    assert "the GPU ran it 5.16x as fast as the CPU (faster), against 13.76x published in a blog post" in text
     assert "a T4 measured by NVIDIA: 289 images/s at batch 4" in text
     assert timing.closing_note({}) == []
 
 
-def test_published_figures_are_the_seed_articles_and_nvidias():
-    assert [p["speedup"] for p in timing.PUBLISHED_SPEEDUPS] == ["13.76x", "faster by 804 %", "23.2x"]
+def test_published_figures_are_the_blog_posts_and_nvidias():
+    assert [p["speedup"] for p in timing.PUBLISHED_SPEEDUPS] == ["13.76x", "804 % faster = 9.04x", "23.2x"]
     assert round(198.2 / 14.4, 2) == 13.76
     assert timing.NVIDIA_T4_RESNET50["fp32"] == {1: 136, 4: 289, 64: 424}
     assert "DeepLearningExamples" in timing.NVIDIA_SOURCE
@@ -230,7 +230,7 @@ def test_noise_reading_flags_a_spread_above_half_the_median():
 def test_noise_reading_flags_a_curve_that_falls_at_larger_sizes():
     curves = {"CPU": {128: 20.0, 256: 150.0, 512: 140.0, 1024: 96.0, 2048: 107.0}, "GPU": {128: 30.0, 256: 900.0}}
     text = timing.noise_reading({"CPU n = 1024": 0.2}, curves)
-    assert "falls at a larger size for CPU at n = 1024 (96, down from 150)" in text
+    assert "falls at a larger size for CPU at n = 1024 (96, down from 150; below 80%)" in text
     assert "GPU" not in text and "spread is above" not in text and "rerun the cell" in text
 
 
@@ -255,7 +255,7 @@ def test_clock_note_explains_boost_only_when_a_measurement_beats_the_os_clock():
 def test_elementwise_table_gives_gb_s_per_array_size_and_device():
     table = timing.elementwise_table({"CPU": {512: 22.7, 4096: 9.1}, "GPU": {"512": 49.8, "4096": 238.6}})
     lines = table.splitlines()
-    assert len(lines) == 3 and "MiB each" in lines[0]
+    assert len(lines) == 3 and "MiB each" in lines[0] and "working set (3 arrays)" in lines[0]
     assert "1 MiB" in lines[1] and "22.7 GB/s" in lines[1] and "49.8 GB/s" in lines[1]
     assert "64 MiB" in lines[2] and "9.1 GB/s" in lines[2] and "238.6 GB/s" in lines[2]
     with pytest.raises(ValueError, match="gb_s"):
@@ -269,8 +269,9 @@ def test_roofline_reading_draws_the_cpu_slope_from_the_largest_arrays_beyond_the
     memory, cache, matmul = timing.roofline_reading("CPU", 166.0, 16.7, CPU_ADD, 2048, 55.0, 32 * 2**20)
     assert "3.97 GFLOP/s, 2.39% of the peak" in memory and "memory, not arithmetic" in memory
     assert "22.7 GB/s on 1 MiB arrays and 16.7 GB/s on 64 MiB ones" in cache
-    assert "192 MiB) exceed the 32 MiB cache" in cache and "main memory's" in cache
-    assert "by construction" in cache and "as the 1, 4 and 16 MiB ones did here" in cache
+    assert "working set, 3 arrays of 64 MiB = 192 MiB, exceeds the 32 MiB cache" in cache and "main memory's" in cache
+    assert "by construction" in cache and "as the 1 and 4 MiB ones did here (working sets 3 and 12 MiB" in cache
+    assert "The 16 MiB ones ran above it too although their working set (48 MiB) exceeds the cache" in cache
     assert "341 FLOPs per byte" in matmul and "(10 FLOPs per byte)" in matmul and "compute-bound" in matmul
     assert "Compute-bound does not mean near the peak: it reached 33%" in matmul
 
@@ -279,7 +280,7 @@ def test_roofline_reading_when_the_cache_is_unknown_or_holds_every_array():
     unknown = timing.roofline_reading("CPU", 166.0, 16.7, CPU_ADD, 2048, 150.0)
     assert "not known" in unknown[1] and "It reached 90% of the peak." in unknown[2]
     fits = timing.roofline_reading("CPU", 166.0, 16.7, CPU_ADD, 2048, 55.0, 512 * 2**20)
-    assert "even the last fit the 512 MiB cache" in fits[1]
+    assert "even the last ones' working set, 3 arrays = 192 MiB, fits the 512 MiB cache" in fits[1]
 
 
 def test_roofline_reading_on_a_gpu_uses_the_datasheet_and_a_small_matmul_can_be_memory_bound():

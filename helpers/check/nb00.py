@@ -47,8 +47,8 @@ def count_gpus(answer: Any) -> Feedback:
     if not callable(answer):
         return wrong(f"Define a function, `def count_gpus(devices): ...`, not a {type(answer).__name__}: the "
                      "check calls it on device lists of other machines (a constant is right on one machine only).")
+    counts = {}  # machine -> the count the function gave
     for machine, devices in MACHINES.items():
-        expected = sum(d.device_type == "GPU" for d in devices)
         got, failed = call(answer, list(devices))
         if failed is not None:
             return failed
@@ -59,12 +59,23 @@ def count_gpus(answer: Any) -> Feedback:
         got = whole_number(got)
         if isinstance(got, Feedback):
             return got
-        if got != expected:
-            if got == len(devices):
-                return wrong(f"On {machine} your function gives {got}: that counts every device, CPUs included. "
-                             "Count only those whose device_type is 'GPU'.")
-            return wrong(f"On {machine} your function gives {got}, but it has {expected} GPU(s). Count the devices "
-                         "whose device_type is 'GPU'.")
+        counts[machine] = got
+    for machine, devices in MACHINES.items():
+        expected, got = sum(d.device_type == "GPU" for d in devices), counts[machine]
+        if got == expected:
+            continue
+        if len(set(counts.values())) == 1:
+            return wrong(f"Your function gives {got} on every machine, from 0 to 4 GPUs: either it ignores the list it "
+                         "is given (for example it asks TensorFlow about this machine), or its test never matches "
+                         "(device_type is 'GPU', in capitals). Count the GPUs in `devices`.")
+        if got == len(devices) - 1:
+            return wrong(f"On {machine} your function gives {got}: that counts every device but one, as if a "
+                         "machine had exactly one CPU. Count only the devices whose device_type is 'GPU'.")
+        if got == len(devices):
+            return wrong(f"On {machine} your function gives {got}: that counts every device, CPUs included. "
+                         "Count only those whose device_type is 'GPU'.")
+        return wrong(f"On {machine} your function gives {got}, but it has {expected} GPU(s). Count the devices "
+                     "whose device_type is 'GPU'.")
     return Feedback(True, "Right on all four machines (0, 1, 4 and 2 GPUs): your function counts the entries with "
                           "device_type 'GPU'.")
 
@@ -114,8 +125,8 @@ def has_bf16_tensor_cores(answer: Any, rows: list[dict[str, Any]] | None = None)
         expected = row["compute_capability"] >= 8.0
         if bool(got) != expected:
             cc = row["compute_capability"]
-            strict = call(answer, {"name": "probe", "compute_capability": 8.6})[0] is True
-            if cc == 8.0 and strict:
+            just_above = call(answer, {"name": "probe", "compute_capability": 8.01})[0]
+            if cc == 8.0 and bool(just_above) is True:  # true just above 8.0, false at 8.0: a strict comparison
                 return wrong(f"{row['name']} has compute capability exactly 8.0 and has bfloat16 Tensor Cores: "
                              "use >= 8.0, not > 8.0.")
             if expected:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from helpers.check._feedback import Feedback, not_filled, whole_number, wrong
+from helpers.check._feedback import Feedback, not_filled, number, whole_number, wrong
 
 __all__ = ["mlp_param_count", "sigmoid_derivative", "dense_flops"]
 
@@ -45,6 +46,10 @@ def mlp_param_count(answer: Any) -> Feedback:
         (N_IN + 1) * (N_HIDDEN + 1) * (N_OUT + 1): "Layers add their parameters; they do not multiply.",
         N_IN * N_OUT + N_OUT: "That is a single Dense(10) on the 784 inputs; this model has a hidden "
                               "layer of 256 units in between.",
+        hidden_w + N_HIDDEN + out_w: "You forgot the output layer's 10 biases: each Dense layer has one bias "
+                                     "per unit.",
+        hidden_w + out_w + N_OUT: "You forgot the hidden layer's 256 biases: each Dense layer has one bias "
+                                  "per unit.",
     }
     if value in mistakes:
         return wrong(mistakes[value])
@@ -121,11 +126,16 @@ def dense_flops(answer: Any) -> Feedback:
         >>> dense_flops(2 * 784 * 128 * 32).ok
         True
     """
+    macs_per_image = FLOPS_IN * FLOPS_UNITS
+    expected = 2 * macs_per_image * FLOPS_BATCH
+    scaled = number(answer) if not isinstance(answer, str) else None
+    for unit, scale in (("GFLOPs (1e9)", 1e9), ("MFLOPs (1e6)", 1e6), ("GFLOPs counted as 2**30", 2**30)):
+        if scaled is not None and scaled and math.isclose(scaled * scale, expected, rel_tol=1e-3):
+            return wrong(f"{scaled:g} looks like {unit}: answer in FLOPs, the plain count, not in millions or "
+                         "billions.")
     value = whole_number(answer)
     if isinstance(value, Feedback):
         return value
-    macs_per_image = FLOPS_IN * FLOPS_UNITS
-    expected = 2 * macs_per_image * FLOPS_BATCH
     if value == expected:
         return Feedback(True, f"Right: 2 x {FLOPS_IN} x {FLOPS_UNITS} x {FLOPS_BATCH} = {expected:,} FLOPs "
                               f"({expected // 2:,} multiply-adds).")
@@ -140,6 +150,9 @@ def dense_flops(answer: Any) -> Feedback:
                                                         "leaves the bias out.",
         2 * (FLOPS_IN + FLOPS_UNITS) * FLOPS_BATCH: "Inputs and units multiply: each of the 128 outputs "
                                                     "needs all 784 inputs.",
+        3 * expected: "That is a training step (forward + backward, about 3x the forward pass); the task asks for "
+                      "the forward pass only.",
+        2 * macs_per_image * (FLOPS_BATCH - 1): "That counts 31 images: the batch has 32.",
     }
     if value in mistakes:
         return wrong(mistakes[value])

@@ -93,6 +93,14 @@ SERVERS: dict[str, tuple[list[NvmlReading], int]] = {
     "a server where only the last GPU fits": (
         [_r(0, 10, 12, 15), _r(1, 15, 11, 15), _r(2, 90, 1, 15)], 8 * GIB),
     "a full server": ([_r(0, 10, 14, 15), _r(1, 5, 15, 15)], 6 * GIB),
+    "a server where the least busy GPU has exactly enough free": (
+        [_r(0, 30, 2, 15), _r(1, 5, 9, 15), _r(2, 60, 1, 15)], 6 * GIB),
+    "a server whose emptiest GPU is not the least busy": (
+        [_r(0, 50, 1, 15), _r(1, 90, 5, 15), _r(2, 10, 8, 15)], 6 * GIB),
+    "a mixed server where the least used card is the smallest": (
+        [_r(0, 20, 2, 8, "RTX A2000"), _r(1, 70, 4, 24, "A10"), _r(2, 5, 10, 24, "A10")], 6 * GIB),
+    "a job given GPUs 2 and 3 of a server (CUDA_VISIBLE_DEVICES=2,3)": (
+        [_r(2, 80, 1, 15), _r(3, 10, 2, 15)], 6 * GIB),
 }
 
 
@@ -121,6 +129,38 @@ def _diagnose(readings: list[NvmlReading], need: int, got: int) -> str:
             "take the lowest utilization_pct.")
 
 
+def _rule(readings: list[NvmlReading], need: int, fits: Any, key: Any, position: bool = False) -> int | None:
+    """What a variant of the rule returns: `fits` filters, `key` picks the minimum; a position instead of the index."""
+    kept = [(i, r) for i, r in enumerate(readings) if fits(r, need)]
+    if not kept:
+        return None
+    i, r = min(kept, key=lambda pair: key(pair[1]))
+    return i if position else r.index
+
+
+def _free(r: NvmlReading) -> int:
+    return r.memory_total_bytes - r.memory_used_bytes
+
+
+# Wrong variants of the rule, each with the hint that names its mistake; an answer that agrees with one of them
+# on every server (and so differs from the rule somewhere) gets its hint.
+_VARIANTS = [
+    (lambda r, need: _free(r) > need, lambda r: r.utilization_pct, False,
+     "a GPU with exactly need_bytes free has enough: keep the GPUs with total - used >= need (>=, not >)."),
+    (lambda r, need: _free(r) >= need, lambda r: -_free(r), False,
+     "you picked the GPU with the most free memory. Memory only decides which GPUs fit; among those, take the "
+     "lowest utilization_pct."),
+    (lambda r, need: _free(r) >= need, lambda r: r.memory_used_bytes, False,
+     "you picked the GPU that uses the least memory. Memory only decides which GPUs fit; among those, take the "
+     "lowest utilization_pct."),
+    (lambda r, need: _free(r) >= need, lambda r: -r.utilization_pct, False,
+     "you picked the busiest GPU that fits: take the minimum utilisation, not the maximum."),
+    (lambda r, need: _free(r) >= need, lambda r: r.utilization_pct, True,
+     "you return the GPU's position in the list; return its `.index`: the GPUs a job sees need not start at 0 "
+     "(a job given GPUs 2 and 3 sees indices 2 and 3)."),
+]
+
+
 def choose_gpu(answer: Any, servers: dict[str, tuple[list[NvmlReading], int]] | None = None) -> Feedback:
     """Exercise 02.2: ``choose_gpu(readings, need_bytes)`` returns the index of the least busy GPU
     with at least `need_bytes` free, or None when no GPU has room.
@@ -140,17 +180,31 @@ def choose_gpu(answer: Any, servers: dict[str, tuple[list[NvmlReading], int]] | 
         return wrong(f"Define a function, `def choose_gpu(readings, need_bytes): ...`, not a {type(answer).__name__}: "
                      "the check calls it on other servers, where a fixed index is wrong.")
     cases = servers if servers is not None else SERVERS
+    answers = {}
     for label, (readings, need) in cases.items():
         got, failed = call(answer, list(readings), need)
         if failed is not None:
             return failed
+        answers[label] = got
+    if all(got is None for got in answers.values()):
+        return Feedback(False, "Not answered yet: `choose_gpu` returns None on every server, also where GPUs have "
+                               "room. Replace the `...` in it with your code and end it with `return`; if you did, "
+                               "compare free memory and need_bytes in the same unit (both in bytes).")
+    for fits, key, position, hint in _VARIANTS:
+        predicted = {label: _rule(readings, need, fits, key, position) for label, (readings, need) in cases.items()}
+        right = {label: _expected(readings, need) for label, (readings, need) in cases.items()}
+        if predicted != right and all(answers[label] == predicted[label] and type(answers[label]) is not bool
+                                      for label in cases):
+            label = next(label for label in cases if predicted[label] != right[label])
+            return wrong(f"On {label} your function returns {answers[label]}, the rule gives {right[label]}: {hint}")
+    for label, (readings, need) in cases.items():
+        got = answers[label]
         if hasattr(got, "index") and hasattr(got, "utilization_pct"):
             return wrong("Your function returns the whole reading; return its `.index` (an int).")
         expected = _expected(readings, need)
         if got is None and expected is not None:
-            return returned_none("choose_gpu") if label == next(iter(cases)) else wrong(
-                f"On {label} your function returns None, but GPU {expected} has room: return None only when no "
-                "GPU has enough free memory.")
+            return wrong(f"On {label} your function returns None, but GPU {expected} has room: return None only when "
+                         "no GPU has enough free memory (compare bytes with bytes).")
         if expected is None:
             if got is not None:
                 return wrong(f"On {label} no GPU has {need / GIB:.0f} GiB free, yet your function returns {got!r}. "

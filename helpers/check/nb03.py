@@ -50,6 +50,9 @@ def gflops(answer: Any) -> Feedback:
     for n, seconds in GFLOPS_CASES:
         got, fb = call(answer, n, seconds, show_args=True)
         if fb is not None:
+            if "for ^" in fb.message:  # 2 * n ^ 3: Python's ^ is bitwise XOR
+                return wrong(f"{fb.message[len('Not yet. '):]}. In Python `^` is bitwise XOR, not a power: write "
+                             "n**3.")
             return fb
         if got is None:
             return returned_none("gflops")
@@ -73,7 +76,9 @@ def gflops(answer: Any) -> Feedback:
              (1e9, "That is FLOP/s: divide by 1e9 for GFLOP/s."),
              (0.5e9, "That is n³ per second: count 2 FLOPs per multiply-add and divide by 1e9 for GFLOP/s."),
              (1e9 / 2**30, "Giga here is 1e9 (decimal, as datasheets use), not 2**30."),
-             (1e-3, "You divided by 1e12: that gives TFLOP/s; GFLOP/s divides by 1e9.")]
+             (1e-3, "You divided by 1e12: that gives TFLOP/s; GFLOP/s divides by 1e9."),
+             (1e3, "That is 1000x too large: divide by 1e9 (giga), not 1e6 (mega), and keep the time in seconds."),
+             (1e-3 * 2, "That is 2000x too small: giga is 1e9, and a multiply-add counts 2 FLOPs.")]
     if same_ratio:
         for ratio, hint in hints:
             if math.isclose(first, ratio, rel_tol=1e-6):
@@ -85,6 +90,18 @@ def gflops(answer: Any) -> Feedback:
            zip(outputs, GFLOPS_CASES, strict=True)):
         return wrong("You counted n²·(2n - 1) FLOPs (n multiplies and n - 1 adds per entry). Count 2·n³: a multiply "
                      "and an add per term, the convention GFLOP/s figures and peaks use.")
+    if all(math.isclose(g, 2 * m**2 / t / 1e9, rel_tol=1e-6) for g, (m, t) in zip(outputs, GFLOPS_CASES, strict=True)):
+        return wrong("You counted 2·n² FLOPs: an n x n matmul has n² outputs, each a sum of n products, so n³ "
+                     "multiply-adds, 2·n³ FLOPs.")
+    if all(math.isclose(g, ((2 * m) ^ 3) / t / 1e9, rel_tol=1e-6) or math.isclose(g, 2 * (m ^ 3) / t / 1e9,
+                                                                                   rel_tol=1e-6)
+           for g, (m, t) in zip(outputs, GFLOPS_CASES, strict=True)):
+        return wrong("In Python `^` is bitwise XOR, not a power: write n**3.")
+    if all(g == math.floor(e * (1 + 1e-12)) or g == math.floor(e * (1 - 1e-12))
+           for g, e in zip(outputs, expected, strict=True)) and not all(g == round(e) for g, e in
+                                                                      zip(outputs, expected, strict=True)):
+        return wrong("Your numbers are the right ones cut to whole numbers: `//` (floor division) or int() drops "
+                     "the fraction. Use `/`, which keeps it.")
     if all(_rounded(g, e) for g, e in zip(outputs, expected, strict=True)):
         return wrong("Your numbers are the right ones rounded: don't round inside the function; return the full "
                      "value and round only when you print it.")
@@ -247,6 +264,13 @@ def _time_it_verdict(trials: list[tuple[Any, ...]]) -> Feedback:
                      "one reading means nothing. Read it before and after, and return the difference.")
     if all(_in_range(value / 1000, seconds) for seconds, value, *_ in trials):
         return wrong("That looks like milliseconds: return seconds, as time.perf_counter() gives them.")
+    if all(_in_range(value / 1e9, seconds) for seconds, value, *_ in trials):
+        return wrong("That looks like nanoseconds (time.perf_counter_ns()): return seconds, as time.perf_counter() "
+                     "gives them.")
+    if all(op.waited for _, _, op, *_ in trials) and all(value == round(value) for _, value, *_ in trials) and \
+            not all(_in_range(value, seconds) for seconds, value, *_ in trials):
+        return wrong("Your function waited for the work, but returns whole seconds: round() or int() cuts a 0.25 s "
+                     "reading to 0. Return the difference as it is, and round only when you print it.")
     if any(cpu_clocks and value < 0.9 * seconds for seconds, value, _, cpu_clocks, *_ in trials):
         return wrong("time.process_time() counts the CPU time of this Python process, and waiting for a device "
                      "uses none: the work is missing. Use wall time, time.perf_counter().")
@@ -353,6 +377,17 @@ def _crossover_hint(sizes: list[int], cpu_s: list[float], gpu_s: list[float], go
     if got == first_win and expected != first_win:
         return wrong(f"For {shown} the GPU wins at {first_win} but loses again at a larger size: the crossover "
                      "is the size from which it wins at every larger size too.")
+    if expected is not None and got in sizes and not isinstance(got, bool):
+        step = sizes.index(got) - sizes.index(expected)
+        if step == -1:
+            return wrong(f"For {shown} you returned {got}, one size too small: at {got} the GPU is not faster. The "
+                         "crossover is the first size of the winning run, not the last size before it.")
+        if step == 1:
+            return wrong(f"For {shown} you returned {got}, one size too far: at {expected} the GPU is already faster, "
+                         "and at every larger size too.")
+        if got == sizes[-1]:
+            return wrong(f"For {shown} you returned the largest size, {got}: look at the smaller sizes too, from the "
+                         "largest down while the GPU stays faster.")
     if expected is None:
         return wrong(f"For {shown} you returned {got!r}; the GPU is not faster at the largest size, so the answer is "
                      "None: from no size on does it win at every larger size.")

@@ -4,6 +4,8 @@ Timings are compared within one run (the naive timer against the synchronised on
 against the recorded peak), never against absolute numbers.
 """
 
+import re
+
 from claims import common
 
 common_fall = 0.8  # a larger size below this share of a smaller size's rate: the curve falls (helpers.timing.FALL)
@@ -14,7 +16,8 @@ HOST_ONLY = "(host queue only)"  # how a row that waits only for TensorFlow's ho
 KEYS = ("gpu_count", "tf32_state", "dispatch_only_s", "synced_s", "async_waits_s", "async_returned_s", "wait_s",
         "matmul_gflops", "numpy_gflops", "peak_gflops", "peak_source", "cpu_peak_at_os_clock", "conv_gflops",
         "text_epoch_s", "first_call_s", "steady_call_s", "copy_s", "elementwise_gb_s", "resnet50_images_per_s",
-        "exercises_solved")
+        "exercises_solved", "matmul_spread", "numpy_spread", "noise_limit", "cache_bytes", "working_set_arrays")
+LEFTOVERS = ("design brief", "the seed", "grew from", "quoted from a blog post")
 
 
 def check(run) -> None:
@@ -61,6 +64,37 @@ def shared(run):
         rates = [by_size[n] for n in sorted(by_size, key=int)]
         if any(g < common_fall * max(rates[:i]) for i, g in enumerate(rates) if i):
             assert "rerun the cell" in text, f"the {device} curve falls at a larger size and the page says nothing"
+
+    # Headlines come from steady rows only: the fastest row whose spread is within the limit the page shows.
+    limit = r["noise_limit"]
+    steady = {(device, int(n)): g for device, by_size in r["matmul_gflops"].items() for n, g in by_size.items()
+              if r["matmul_spread"][device][n] <= limit}
+    for device in r["matmul_gflops"]:
+        mine = {n: g for (d, n), g in steady.items() if d == device}
+        if mine:
+            n, g = max(mine.items(), key=lambda kv: kv[1])
+            assert f"Matmul on {device}: at best {g:,.0f} GFLOP/s (n = {n})" in text, (device, mine)
+        else:
+            assert f"Matmul on {device}: no size was steady enough" in text
+    cpu_steady = [g for (d, _), g in steady.items() if d == "CPU"]
+    cpu_steady += [g for n, g in r["numpy_gflops"].items() if r["numpy_spread"][n] <= limit]
+    if cpu_steady:
+        assert f"CPU: fastest steady row {max(cpu_steady):,.0f} GFLOP/s" in text
+    cpu_line = next(line for line in text.splitlines() if line.startswith("Reading: TensorFlow on the CPU"))
+    for n, spread in r["matmul_spread"]["CPU"].items():
+        if not spread <= limit:  # a noisy size is named as left out, never headlined
+            assert f"n = {n}" in cpu_line.split(" left out")[0].split("(")[-1] or "no size was steady" in cpu_line, n
+
+    # The cache rule: a size named as fitting the cache has its whole working set (3 arrays) within it.
+    arrays, cache = r["working_set_arrays"], r["cache_bytes"]
+    assert arrays == 3 and f"working set, {arrays} arrays x 4 bytes" in text
+    for named in re.findall(r"as the ([\d, and]+) MiB ones did here", text):
+        for mib in re.findall(r"[\d.]+", named):
+            assert cache and arrays * float(mib) * 2**20 <= cache, (mib, cache)
+
+    # No authoring leftovers; the published figures carry their sources and 804 % reads as 9.04x.
+    assert not [w for w in LEFTOVERS if w in text.lower()], [w for w in LEFTOVERS if w in text.lower()]
+    assert "804 % faster = 9.04x" in text and "8.04x" not in text and "azure.microsoft.com" in text
 
     # First call (tracing) costs more than a warm call; a NumPy input costs a copy on every call.
     assert r["first_call_s"] > r["steady_call_s"] > 0, (r["first_call_s"], r["steady_call_s"])

@@ -74,6 +74,9 @@ def shared(run) -> None:
     # Fault tolerance: killed during an epoch, resumed from a saved epoch, finished.
     killed, resumed, final = r["killed_at_epoch"], r["resumed_from_epoch"], r["final_epoch"]
     assert 0 < resumed <= killed < final, (resumed, killed, final)
+    # Saving after every epoch, a worker killed during epoch k leaves epochs 1..k-1 saved, never epoch k: a
+    # kill that landed after the victim finished epoch k (a late signal) would break this.
+    assert resumed == killed - 1, f"killed during epoch {killed}, yet the restart restored {resumed} epochs"
     assert final == r["epochs"], (final, r["epochs"])
     run_1, run_2 = r["run_1"], r["run_2"]
     assert run_1["exit_codes"][-1] == -9 and run_1["ended"][-1] == "killed (SIGKILL)", run_1

@@ -240,19 +240,25 @@ def prediction_line(predicted: int, fitted: int | None, failed_at: int | None) -
     """Set the predicted wall beside the measured one: inside the doubling bracket, above, below; or,
     without a wall, beside the largest batch that fitted.
 
+    The rule: with a wall, the prediction agrees when ``fitted <= predicted < failed_at`` (no batch fitted
+    counts as ``fitted = 0``); without one, when ``predicted >= fitted``.
+
     Example:
         >>> prediction_line(1500, 1024, 2048)
         'Predicted from the sweep: about 1,500 samples, between the last batch that fitted and the first that did not.'
     """
     head = f"Predicted from the sweep: about {predicted:,} samples, "
     if failed_at:
-        if fitted is not None and fitted <= predicted < failed_at:
-            return head + "between the last batch that fitted and the first that did not."
+        if (fitted or 0) <= predicted < failed_at:
+            return head + ("between the last batch that fitted and the first that did not." if fitted else
+                           f"below batch {failed_at}, the first size tried, which did not fit.")
         return head + (f"{'above' if predicted >= failed_at else 'below'} the measured wall: the bytes per sample "
                        "of the sweep do not hold all the way there.")
     if fitted is None:
         return head + "with nothing measured to compare it with."
-    return head + ("beyond every batch tried, which agrees with finding no wall." if predicted >= fitted else
+    if predicted == fitted:
+        return head + "exactly the largest batch tried, which fitted: that agrees with finding no wall."
+    return head + ("beyond every batch tried, which agrees with finding no wall." if predicted > fitted else
                    f"yet batch {fitted} fitted: the bytes per sample of the sweep overestimate the larger batches.")
 
 
@@ -309,9 +315,9 @@ def _peaks(peaks: Mapping[Any, float]) -> list[tuple[int, float]]:
 def bytes_per_sample(peaks: Mapping[Any, float]) -> float:
     """Extra bytes each sample adds, between the two largest batch sizes measured.
 
-    Small batches are dominated by fixed costs (weights, optimizer state, scratch buffers of the
-    convolution kernels), so the slope between the two largest measured batches is the best guide
-    to where memory runs out.
+    Small batches are dominated by costs that do not grow with the batch (on a CPU mostly one
+    convolution kernel's scratch buffer and the allocator's rounding of it), so the slope between
+    the two largest measured batches is the best guide to where memory runs out.
 
     Example:
         >>> bytes_per_sample({32: 40e6, 256: 60e6, 512: 110e6})
@@ -356,10 +362,11 @@ def memory_table(peaks: Mapping[Any, float]) -> str:
 
 
 def dips_note(peaks: Mapping[Any, float]) -> str:
-    """A sentence on batch sizes whose peak is below a smaller batch's, or '' when the peak never falls.
+    """A sentence on batch sizes whose peak is below the next smaller batch's, or '' when the peak never falls.
 
-    At small batches the peak is mostly fixed costs, and which convolution kernel's scratch space
-    happens to be live at the peak differs from size to size, so a larger batch can peak lower.
+    The rule: batch b is named when its peak is below the peak of the size before it. At small batches the
+    peak is mostly one fixed scratch buffer and the allocator's rounding of it, so which activations are
+    still live when that buffer is allocated decides the peak, and a larger batch can peak lower.
 
     Example:
         >>> dips_note({32: 37.2e6, 64: 38.4e6, 128: 36.2e6, 256: 58.3e6})[:40]
@@ -372,11 +379,67 @@ def dips_note(peaks: Mapping[Any, float]) -> str:
             if p < p_prev]
     if not dips:
         return ""
-    parts = ", ".join(f"batch {b} peaked {(p_prev - p) / 1e6:.1f} MB below batch {b_prev}"
+    parts = ", ".join(f"batch {b} peaked {_mb_below(p_prev, p)} MB below batch {b_prev}"
                       for b_prev, p_prev, b, p in dips)
-    return (parts[0].upper() + parts[1:] + ": at these sizes the peak is mostly fixed costs (weights, optimizer "
-            "state, kernel scratch space), and which kernel holds scratch space at the peak changes with the batch; "
-            "the slope comes from the larger batches.")
+    return (parts[0].upper() + parts[1:] + ": at these sizes the peak is mostly a scratch buffer of fixed size "
+            "and the allocator's rounding of it, and which activations are still held when that buffer is taken "
+            "changes with the batch; the slope comes from the larger batches.")
+
+
+def _mb_below(higher: float, lower: float) -> str:
+    """``higher - lower`` in MB, with enough decimals that a real dip never prints as 0.0."""
+    gap = (higher - lower) / 1e6
+    for decimals in range(1, 7):
+        if round(gap, decimals) > 0:
+            return f"{gap:.{decimals}f}"
+    return f"{gap:.2g}"
+
+
+def peak_parts_line(batch: int, peak: float, before: float, scratch: float, chunk: float) -> str:
+    """Split the peak of one step at `batch` into what was measured and what the kernel and allocator add.
+
+    `before`: bytes in use before the step (measured); `scratch`: bytes a kernel asks for whatever the
+    batch; `chunk`: bytes the allocator hands out for that request. The rest, ``peak - before - chunk``,
+    is what else was live at the peak. When the parts do not add up (the rest would be negative), the
+    sentence says so instead of splitting the peak.
+
+    Example:
+        >>> peak_parts_line(32, 35.06e6, 0.28e6, 21.19e6, 33.55e6)[:46]
+        'At batch 32 the peak was 35.06 MB: 0.28 MB was'
+    """
+    for name, value in (("peak", peak), ("before", before), ("scratch", scratch), ("chunk", chunk)):
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"{name}={value!r}: use a finite number of bytes >= 0.")
+    rest = peak - before - chunk
+    head = f"At batch {batch} the peak was {peak / 1e6:.2f} MB: {before / 1e6:.2f} MB was in use before the step"
+    if rest < 0 or chunk < scratch:
+        return (head + f", and the {scratch / 1e6:.2f} MB scratch buffer in a {chunk / 1e6:.2f} MB chunk does not "
+                "fit in the rest, so on this device something else holds the peak: the split below does not apply.")
+    return (head + f" (weights, momentum, the batch); the scratch buffer asks for {scratch / 1e6:.2f} MB and the "
+            f"allocator counts the {chunk / 1e6:.2f} MB chunk it gets, {(chunk - scratch) / 1e6:.2f} MB more; "
+            f"the other {rest / 1e6:.2f} MB are activations and gradients live at that moment.")
+
+
+CPU_BFC_NAME = "bfc_cpu_allocator_for_gpu"
+
+
+def allocator_note(error: str) -> str:
+    """Why a CPU out-of-memory message names ``bfc_cpu_allocator_for_gpu``, or '' when it does not.
+
+    ``ProcessState::GetCPUAllocator`` (tensorflow/core/common_runtime/process_state.cc) gives that name to
+    every CPU allocator it builds when ``TF_CPU_ALLOCATOR_USE_BFC`` is true, GPU or not; its limit is
+    ``TF_CPU_BFC_MEM_LIMIT_IN_MB`` (64 GiB by default).
+
+    Example:
+        >>> allocator_note("OOM when allocating tensor ... by allocator GPU_0_bfc")
+        ''
+    """
+    if CPU_BFC_NAME not in str(error):
+        return ""
+    return (f"The allocator's name, {CPU_BFC_NAME}, does not mean a GPU: TensorFlow gives that name to the CPU's "
+            "allocator whenever TF_CPU_ALLOCATOR_USE_BFC=true (ProcessState::GetCPUAllocator in "
+            "tensorflow/core/common_runtime/process_state.cc), and TF_CPU_BFC_MEM_LIMIT_IN_MB caps it: the "
+            "pretend device.")
 
 
 def accuracy_table(final_accuracy: Mapping[Any, Mapping[str, float]], updates: Mapping[Any, int]) -> str:

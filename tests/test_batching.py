@@ -265,3 +265,34 @@ def test_prediction_line_compares_with_the_wall_or_with_its_absence():
     assert "below the measured wall" in batching.prediction_line(30000, 65536, 131072)
     assert "agrees with finding no wall" in batching.prediction_line(700000, 131072, None)
     assert "overestimate" in batching.prediction_line(100000, 131072, None)
+
+
+# ---------------------------------------------------------------- the notebook's text (issue 16)
+def _notebook_05():
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "notebooks" / "05_batch_size_and_learning_rate.ipynb"
+    cells = json.loads(path.read_text())["cells"]
+    return ("\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown"),
+            "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code"))
+
+
+@pytest.mark.parametrize("figure", ["2-4x", "15 GiB", "Scaled 16x to 0.64",
+                                    "trains batch 32 alone a\nlittle better"])
+def test_notebook_05_states_no_figure_it_neither_measures_nor_sources(figure):
+    markdown, code = _notebook_05()
+    assert figure not in markdown and figure not in code
+
+
+def test_notebook_05_prints_plain_lines_instead_of_a_progress_bar():
+    _, code = _notebook_05()  # a Progbar or verbose=1 lands in the saved notebook as terminal escape codes
+    assert "Progbar" not in code and "verbose=1" not in code
+    assert "verbose=0" in code
+
+
+def test_notebook_05_explains_the_cpu_allocator_name_and_splits_the_fixed_part():
+    markdown, code = _notebook_05()
+    assert "`bfc_cpu_allocator_for_gpu`: that is the CPU's own allocator" in markdown
+    assert "process_state.cc" in markdown and "conv_grad_input_ops.h" in markdown
+    assert "peak_parts_line(" in code and "allocator_note(" in code

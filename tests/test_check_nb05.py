@@ -33,6 +33,17 @@ def test_updates_in_budget_accepts_the_model_answer_and_numpy_ints():
     fb = check.updates_in_budget(lambda n, b, e: e * math.ceil(n / b))
     assert fb.ok and "626" in fb.message and "40 updates" in fb.message
     assert check.updates_in_budget(lambda n, b, e: np.int64(e * -(-n // b))).ok
+    assert check.updates_in_budget(lambda n, b, e: e * ((n + b - 1) // b)).ok
+    assert check.updates_in_budget(lambda n, b, e: sum(len(range(0, n, b)) for _ in range(e))).ok
+
+
+@pytest.mark.parametrize("answer", [
+    lambda n, b, e: e * np.ceil(n / b),  # NumPy's ceil returns a float64
+    lambda n, b, e: float(e * math.ceil(n / b)),
+])
+def test_updates_in_budget_refuses_a_float_count_naming_the_type(answer):
+    fb = check.updates_in_budget(answer)
+    assert not fb.ok and "Your values are right" in fb.message and "np.ceil" in fb.message, fb.message
 
 
 def test_updates_in_budget_refuses_this_runs_constant():
@@ -47,6 +58,11 @@ def test_updates_in_budget_refuses_this_runs_constant():
     (lambda n, b, e: math.ceil(n / b), "one epoch's updates"),
     (lambda n, b, e: n * e, "counts samples"),
     (lambda n, b, e: e * n // b, "rounded down"),
+    (lambda n, b, e: e * int(n / b), "rounded down"),  # int() truncates
+    (lambda n, b, e: e * round(n / b), "nearest whole number"),  # 312.5 rounds to 312
+    (lambda n, b, e: e * (n // b + 1), "even when the batch divides the data"),  # off by one at 1000 / 1000
+    (lambda n, b, e: math.ceil(n / b) + e, "added the epochs"),
+    (lambda n, b, e: e * math.ceil(b / n), "divided the batch by the data"),
 ])
 def test_updates_in_budget_names_the_mistake(answer, hint):
     fb = check.updates_in_budget(answer)
@@ -65,6 +81,17 @@ def test_scaled_warmup_lr_accepts_the_model_answer_and_float32_results():
     assert check.scaled_warmup_lr(lambda *a: np.float32(model_lr(*a))).ok  # float32 rounding is fine
 
 
+def test_scaled_warmup_lr_accepts_answers_written_otherwise():
+    def with_if(step, base_lr, base_batch, batch, warmup_steps):
+        target = base_lr * batch / base_batch
+        if step >= warmup_steps:
+            return target
+        return base_lr * (1 - step / warmup_steps) + target * step / warmup_steps  # a weighted mean
+
+    assert check.scaled_warmup_lr(with_if).ok
+    assert check.scaled_warmup_lr(lambda s, lr, b0, b, w: float(np.interp(s, [0, w], [lr, lr * b / b0]))).ok
+
+
 def test_scaled_warmup_lr_refuses_this_runs_constant():
     fb = check.scaled_warmup_lr(lambda *a: 0.16)
     assert not fb.ok and "the target is" in fb.message
@@ -78,6 +105,12 @@ def test_scaled_warmup_lr_refuses_this_runs_constant():
     (lambda s, lr, b0, b, w: lr + (lr * b / b0 - lr) * min(1, (s + 1) / w), "Off by one"),
     (lambda s, lr, b0, b, w: lr + (lr * b0 / b - lr) * min(1, s / w), "wrong way"),
     (lambda s, lr, b0, b, w: lr + (lr * math.sqrt(b / b0) - lr) * min(1, s / w), "square-root"),
+    (lambda s, lr, b0, b, w: lr + (lr * b / b0 - lr) * min(1, s // w), "step // warmup_steps"),  # integer division
+    (lambda s, lr, b0, b, w: lr + (lr * (b // b0) - lr) * min(1, s / w), "rounds the ratio down"),
+    (lambda s, lr, b0, b, w: lr + (lr * b - lr) * min(1, s / w), "divide by base_batch too"),
+    (lambda s, lr, b0, b, w: lr + (lr * b / b0 - lr) * min(1, s / (w - 1)), "one step early"),
+    (lambda s, lr, b0, b, w: round(lr + (lr * b / b0 - lr) * min(1, s / w), 3), "rounded the rate to 3 decimals"),
+    (lambda s, lr, b0, b, w: round(lr + (lr * b / b0 - lr) * min(1, s / w), 2), "rounded the rate to 2 decimals"),
 ])
 def test_scaled_warmup_lr_names_the_mistake(answer, hint):
     fb = check.scaled_warmup_lr(answer)
@@ -89,7 +122,29 @@ def test_max_batch_that_fits_accepts_the_model_answers():
     fb = check.max_batch_that_fits(lambda b, f, m: max(0, math.floor((m - f) / b)))
     assert fb.ok and "79,750" in fb.message
     assert check.max_batch_that_fits(lambda b, f, m: max(0, (m - f) // b)).ok
-    assert check.max_batch_that_fits(lambda b, f, m: float(max(0, (m - f) // b))).ok  # a whole float is fine
+    assert check.max_batch_that_fits(lambda b, f, m: int(max(0.0, np.floor((m - f) / b)))).ok
+
+
+def test_max_batch_that_fits_accepts_a_loop_that_grows_the_batch():
+    def grow(b, f, m):  # doubling, then one sample at a time: slow, but right
+        batch, step = 0, 1
+        while step:
+            if f + (batch + step) * b <= m:
+                batch, step = batch + step, step * 2
+            else:
+                step //= 2
+        return batch
+
+    assert check.max_batch_that_fits(grow).ok
+
+
+@pytest.mark.parametrize("answer", [
+    lambda b, f, m: float(max(0, (m - f) // b)),  # a float that happens to be whole
+    lambda b, f, m: np.floor(max(0, m - f) / b),  # NumPy's floor returns a float64
+])
+def test_max_batch_that_fits_refuses_a_float_batch_naming_the_type(answer):
+    fb = check.max_batch_that_fits(answer)
+    assert not fb.ok and "Your values are right" in fb.message and "float" in fb.message, fb.message
 
 
 def test_max_batch_that_fits_refuses_a_constant():
@@ -105,15 +160,17 @@ def test_max_batch_that_fits_refuses_a_constant():
     (lambda b, f, m: (m - f) / b, "whole number"),
     (lambda b, f, m: 2 ** int(math.log2((m - f) // b)) if m > f else 0, "power of two"),
     (lambda b, f, m: max(0, math.ceil((m - f) / b) - 1), "exactly"),
+    (lambda b, f, m: max(1, (m - f) // b), "not max(1, ...)"),  # a clamp at the wrong value
+    (lambda b, f, m: int((m - f) / b), "negative"),  # int() truncates toward zero: -333, still negative
+    (lambda b, f, m: max(0, int((0.9 * m - f) // b)), "10 % of the memory free"),  # headroom nobody asked for
+    (lambda b, f, m: max(0, m // b - f), "subtracted fixed_bytes from a number of samples"),  # units
+    (lambda b, f, m: max(0, int((m - f) // (b * 2**30 / 1e9))), "mixed GB and GiB"),  # a unit conversion
 ])
 def test_max_batch_that_fits_names_the_mistake(answer, hint):
     fb = check.max_batch_that_fits(answer)
     assert not fb.ok and hint in fb.message, fb.message
 
 
-@pytest.mark.parametrize("answer", [
-    lambda s, lr, b0, b, w: lr + (lr * (b // b0) - lr) * min(1.0, s / w),  # integer ratio of the batches
-    lambda s, lr, b0, b, w: lr + (lr * b / b0 - lr) * min(1.0, math.floor(4 * s / w) / 4),  # a staircase warm-up
-])
-def test_scaled_warmup_lr_refuses_an_integer_batch_ratio_and_a_staircase(answer):
-    assert not check.scaled_warmup_lr(answer).ok
+def test_scaled_warmup_lr_refuses_a_staircase_with_the_numbers_of_the_first_case_it_fails():
+    fb = check.scaled_warmup_lr(lambda s, lr, b0, b, w: lr + (lr * b / b0 - lr) * min(1.0, math.floor(4 * s / w) / 4))
+    assert not fb.ok and "at step 7 of a 20-step warm-up you are 35% of the way" in fb.message, fb.message

@@ -28,7 +28,8 @@ def h200_without_a_wall():
     r["max_batch_reason"] = "this NVIDIA H200, doubling from batch 512: no out-of-memory error up to batch 131072"
     r["wall"].update(device="this NVIDIA H200", max_batch=131072, failed_at=None, out_of_memory=False, error="",
                      error_type=None, predicted_max_batch=770000)
-    text = [line for line in FIXTURE["text"] if line.startswith("With the scaling rule")] + [
+    kept = ("With the scaling rule", "Trained batch", "Sizes the rule")
+    text = [line for line in FIXTURE["text"] if line.startswith(kept)] + [
         "On this NVIDIA H200, every batch up to 131072 fitted: no wall within the sweep, so this run does not measure "
         "where this device's memory ends. The sweep stops there: the next doubling, 262144, would put more than "
         "2**31 - 1 elements in one tensor, and past that a GPU step can fail in other ways than running out of "

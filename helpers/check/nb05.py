@@ -9,6 +9,7 @@ was made.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -22,13 +23,16 @@ __all__ = ["updates_in_budget", "scaled_warmup_lr", "max_batch_that_fits"]
 
 
 def _answers(fn: Callable[..., Any], name: str, cases: list[tuple[Any, ...]]) -> list[float] | Feedback:
-    """Call `fn` on every case; the numbers it returned, or the Feedback that explains why not."""
+    """Call `fn` on every case; the numbers it returned, or the Feedback that explains why not.
+
+    The list has an attribute-free twin in ``_RAW[name]``: the values as returned, for the type checks.
+    """
     if (fb := not_filled(fn)) is not None:
         return fb
     if not callable(fn):
         return wrong(f"Define a function, `def {name}(...): ...`, not a {type(fn).__name__}: the check calls it on "
                      "made-up inputs, so a number that is right for this run only does not pass.")
-    got = []
+    got, raw = [], []
     for case in cases:
         value, failed = call(fn, *case)
         if failed is not None:
@@ -39,7 +43,30 @@ def _answers(fn: Callable[..., Any], name: str, cases: list[tuple[Any, ...]]) ->
         if as_float is None:
             return wrong(f"{name}{case} returned {value!r} ({type(value).__name__}); return a number.")
         got.append(as_float)
+        raw.append(value)
+    _RAW[name] = raw
     return got
+
+
+_RAW: dict[str, list[Any]] = {}
+
+
+def _is_int(value: Any) -> bool:
+    """An int or a NumPy integer (what ``model.fit(batch_size=...)`` and ``range`` take), never a bool or a float."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _not_int(name: str, got: list[float], formula: Callable[..., float], cases: list[tuple[Any, ...]],
+             what: str) -> Feedback | None:
+    """The hint for right values of the wrong type (626.0 instead of 626), or None when every value is an int."""
+    bad = next((v for v in _RAW[name] if not _is_int(v)), None)
+    if bad is None:
+        return None
+    if _same(got, formula, cases):
+        return wrong(f"Your values are right, but {name} returned {bad!r} ({type(bad).__name__}): {what} is a whole "
+                     "number of type int. math.ceil, math.floor and // on ints return ints; np.ceil, np.floor and / "
+                     "return floats, so wrap those in int().")
+    return None
 
 
 def _same(got: list[float], formula: Callable[..., float], cases: list[tuple[Any, ...]]) -> bool:
@@ -75,6 +102,8 @@ def updates_in_budget(answer: Any) -> Feedback:
     got = _answers(answer, "updates_in_budget", UPDATE_CASES)
     if isinstance(got, Feedback):
         return got
+    if (fb := _not_int("updates_in_budget", got, _updates, UPDATE_CASES, "a number of updates")) is not None:
+        return fb
     if _same(got, _updates, UPDATE_CASES):
         big, small = _updates(10000, 512, 2), _updates(10000, 32, 2)
         return Feedback(True, f"Right on all {len(UPDATE_CASES)} cases. In 2 epochs over 10,000 images batch 512 makes "
@@ -91,6 +120,15 @@ def updates_in_budget(answer: Any) -> Feedback:
         (lambda n, b, e: n * e, "That counts samples, not updates: one update uses a whole batch."),
         (lambda n, b, e: e * n // b, "You rounded down: the last, partial batch of each epoch is an update too. Use "
                                      "epochs * math.ceil(n_samples / batch)."),
+        (lambda n, b, e: e * round(n / b), "You rounded to the nearest whole number: 10,000 images at batch 32 are "
+                                           "312.5 batches, and the half batch is a whole step too. Round up with "
+                                           "math.ceil(n_samples / batch)."),
+        (lambda n, b, e: e * (n // b + 1), "You add one step per epoch even when the batch divides the data: 1,000 "
+                                           "images at batch 1,000 are 1 step per epoch, not 2. Use "
+                                           "math.ceil(n_samples / batch)."),
+        (lambda n, b, e: math.ceil(n / b) + e, "You added the epochs: multiply the steps per epoch by them."),
+        (lambda n, b, e: e * math.ceil(b / n), "You divided the batch by the data: an epoch has "
+                                               "math.ceil(n_samples / batch) steps."),
     ]
     for formula, message in mistakes:
         if _same(got, formula, UPDATE_CASES):
@@ -157,10 +195,26 @@ def scaled_warmup_lr(answer: Any) -> Feedback:
         (lambda s, lr, b0, b, w: lr + (lr * math.sqrt(b / b0) - lr) * ramp(s, w),
          "That is the square-root scaling rule (target base_lr * sqrt(batch / base_batch)); the linear rule of "
          "Goyal et al. multiplies by batch / base_batch itself."),
+        (lambda s, lr, b0, b, w: lr + (lr * b / b0 - lr) * min(1, s // w),
+         "Your rate jumps from base_lr to the target at the end of the warm-up: step // warmup_steps is 0 until "
+         "then. Use true division, step / warmup_steps, for a straight line."),
+        (lambda s, lr, b0, b, w: lr + (lr * (b // b0) - lr) * ramp(s, w),
+         "batch // base_batch rounds the ratio down (96 // 64 is 1, not 1.5): use batch / base_batch."),
+        (lambda s, lr, b0, b, w: lr + (lr * b - lr) * ramp(s, w),
+         "Your target is base_lr * batch: divide by base_batch too, so the rate grows by the factor the batch grew."),
+        (lambda s, lr, b0, b, w: lr + (lr * b / b0 - lr) * min(1.0, s / (w - 1)) if w > 1 else lr * b / b0,
+         "Your warm-up reaches the target one step early: at step warmup_steps - 1 it is still below it. Use "
+         "step / warmup_steps."),
     ]
     for formula, message in mistakes:
         if _same(got, formula, LR_CASES):
             return wrong(message)
+    for decimals in range(1, 7):  # right, but rounded for display
+        if all(math.isclose(g, round(_lr(*c), decimals), rel_tol=1e-9, abs_tol=1e-12) for g, c in zip(got, LR_CASES,
+                                                                                                    strict=True)):
+            return wrong(f"You rounded the rate to {decimals} decimal{'s' if decimals > 1 else ''}: "
+                         f"scaled_warmup_lr{LR_CASES[1]} is {_lr(*LR_CASES[1]):.6g}. Return it unrounded; round only "
+                         "where you print it.")
     i = _first_difference(got, _lr, LR_CASES)
     s, lr, b0, b, w = LR_CASES[i]
     return wrong(f"scaled_warmup_lr{LR_CASES[i]} gave {got[i]:.6g}; it is {_lr(*LR_CASES[i]):.6g}: the target is "
@@ -198,6 +252,9 @@ def max_batch_that_fits(answer: Any) -> Feedback:
     got = _answers(answer, "max_batch_that_fits", cases)
     if isinstance(got, Feedback):
         return got
+    if (fb := _not_int("max_batch_that_fits", got, _fits, cases, "a batch size (model.fit(batch_size=...) takes "
+                                                                   "an int)")) is not None:
+        return fb
     if _same(got, _fits, cases):
         t4 = _fits(*GPUS["a 16 GB T4 training this notebook's CNN"])
         return Feedback(True, f"Right on all {len(cases)} made-up GPUs, from the T4 ({t4:,} samples) to the laptop "
@@ -223,6 +280,17 @@ def max_batch_that_fits(answer: Any) -> Feedback:
                        "asks for the largest batch: round (memory - fixed) / per_sample down to a whole number."),
         (lambda b, f, m: max(0, math.ceil((m - f) / b) - 1),
          "On the 8 GB card the batch fills the memory exactly and still fits: use <=, not <."),
+        (lambda b, f, m: max(1, (m - f) // b), "Your function returns 1 on the laptop GPU, where not even the fixed "
+                                               "part fits: return 0 there, max(0, ...), not max(1, ...)."),
+        (lambda b, f, m: int((m - f) / b), "Right on the GPUs where the model fits; on the laptop GPU the fixed part "
+                                           "alone is larger than the memory and your function returns a negative "
+                                           "batch. Return 0 there: max(0, ...)."),
+        (lambda b, f, m: max(0, (0.9 * m - f) // b), "You kept 10 % of the memory free: the question asks for the "
+                                                     "largest batch that fits in memory_bytes itself."),
+        (lambda b, f, m: max(0, m // b - f), "You subtracted fixed_bytes from a number of samples: subtract it from "
+                                             "the memory first, then divide by bytes_per_sample."),
+        (lambda b, f, m: max(0, (m - f) // (b * 2**30 / 1e9)), "You mixed GB and GiB: every argument is in bytes, "
+                                                               "so no conversion is needed."),
     ]
     for formula, message in mistakes:
         if _same(got, formula, cases):

@@ -1,9 +1,12 @@
 """Claims of notebook 05 · batch size and learning rate, asserted on its results JSON.
 
-The scaling-rule claim (after the same 2 epochs, the largest batch trains to a higher test accuracy with
-the learning rate scaled by batch / smallest batch and warmed up than with the base rate) was checked
-over seeds 0-3 at smoke size (2,000 images: +0.20 to +0.38) and seeds 0-2 at learner size (10,000 images:
-+0.06 to +0.19) on the 2-core CPU. Where a run says it did not help, the claim checks that it says so.
+The scaling rule (after the same 2 epochs, a larger batch trains to a higher test accuracy with the learning
+rate scaled by batch / smallest batch and warmed up than with the base rate) helped the largest batch over
+seeds 0-3 at smoke size (2,000 images: +0.20 to +0.38) and seeds 0-2 at learner size (10,000 images: +0.06 to
++0.19) on the 2-core CPU with oneDNN on. With oneDNN off (TF_ENABLE_ONEDNN_OPTS=0, TensorFlow's path on CPUs
+without AVX-512), seed 0: smoke +0.38 at batch 512; learner size +0.015, +0.045, +0.014 at 64, 128, 256 and
+-0.029 at 512, whose scaled rate 0.16 sent the held-out loss up to 5.19. So on a CPU the claim is that the rule
+helped at least one size above the base, and, for every size, that the page says what happened.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ def _by_batch(values):
 def shared(run):
     r = run.results
     common.require(r, ("gpu_count", "samples_per_s", "memory_bytes", "final_accuracy", "max_batch", "max_batch_reason",
-                "wall", "scaling_rule_helped", "t4_estimate_max_batch", "exercises_solved"))
+                "wall", "scaling_rule_helped", "t4_estimate_max_batch", "exercises_solved", "convergence_skipped",
+                "scaling_rule_helped_at"))
     text = run.outputs_text()
 
     # Throughput: a positive figure for at least three batch sizes.
@@ -64,6 +68,13 @@ def shared(run):
     accuracy = _by_batch(r["final_accuracy"])
     base, big = min(accuracy), max(accuracy)
     assert base == sizes[0] and big == sizes[-1], sorted(accuracy)
+    # The time budget skips only middle sizes (smoke mode trains the two ends only), and the page says which.
+    skipped = r["convergence_skipped"]
+    assert set(skipped) <= set(sizes[1:-1]) and not set(skipped) & set(accuracy), (skipped, sorted(accuracy))
+    trained_line = f"Trained batch {', '.join(map(str, sorted(accuracy)))} in "
+    assert trained_line in text, trained_line
+    if skipped:
+        assert f"; not trained: batch {', '.join(map(str, skipped))}, since the next size would not fit" in text
     for batch, by_rule in accuracy.items():
         assert set(by_rule) == {"constant", "scaled"}, by_rule
         assert all(0 <= a <= 1 for a in by_rule.values()), (batch, by_rule)
@@ -73,6 +84,9 @@ def shared(run):
     # The scaling rule: the recorded verdict matches the numbers, and the page says what happened.
     helped = accuracy[big]["scaled"] > accuracy[big]["constant"]
     assert r["scaling_rule_helped"] is helped, (r["scaling_rule_helped"], accuracy[big])
+    helped_at = [b for b in sorted(accuracy)[1:] if accuracy[b]["scaled"] > accuracy[b]["constant"]]
+    assert r["scaling_rule_helped_at"] == helped_at, (r["scaling_rule_helped_at"], accuracy)
+    assert f"Sizes the rule helped (scaled above constant): {', '.join(map(str, helped_at)) or 'none'};" in text
     if helped:
         assert (f"With the scaling rule, batch {big} reaches a higher accuracy than without it in the same budget"
                 in text)
@@ -95,14 +109,17 @@ def on_cpu(run):
     assert wall["pretend_mib"] == 256 and wall["device"] == "the pretend 256 MiB CPU device", wall
     assert wall["out_of_memory"] is True and wall["error_type"] == "ResourceExhaustedError", wall
     assert wall["error"].startswith("OOM when allocating") and "bfc_cpu_allocator" in wall["error"], wall["error"]
+    assert "does not mean a GPU: TensorFlow gives that name to the CPU's allocator" in text  # the name explained
+    # The fixed part of the smallest batch's peak is split into parts that add up.
+    assert f"At batch {sizes[0]} the peak was" in text and "scratch buffer asks for 21.19 MB" in text, text
     # The bytes per sample of the sweep predict the wall within the doubling bracket.
     assert wall["max_batch"] <= wall["predicted_max_batch"] < wall["failed_at"], wall
     assert "between the last batch that fitted and the first that did not" in text
     # Where a T4 would stop: an estimate, labelled, far beyond the batches measured here.
     assert r["t4_estimate_max_batch"] > 10 * sizes[-1], r["t4_estimate_max_batch"]
     assert "Estimate, not a measurement: a Tesla T4" in text
-    # Checked over seeds at smoke and learner size on this CPU: the rule helps the largest batch.
-    assert r["scaling_rule_helped"] is True, r["final_accuracy"]
+    # Checked over seeds at smoke and learner size, oneDNN on and off: the rule helps at least one size.
+    assert r["scaling_rule_helped_at"], r["final_accuracy"]
 
 
 def on_gpu(run):

@@ -20,6 +20,22 @@ def test_bottleneck_model_answer_passes():
     assert check.bottleneck(lambda i, c: ["INPUT " if i > c else "Compute", max(0.0, 1 - c / i)]).ok
 
 
+def test_bottleneck_accepts_right_answers_written_otherwise():
+    import numpy as np
+
+    def by_idle_first(input_s, compute_s):
+        idle = max(input_s - compute_s, 0) / max(input_s, compute_s)
+        return ("input" if idle > 0 else "compute"), idle
+
+    def with_numpy(input_s, compute_s):
+        step = np.maximum(input_s, compute_s)
+        return ("compute", np.float32(0.0)) if compute_s >= input_s else ("input", np.float64(1 - compute_s / step))
+
+    for answer in (by_idle_first, with_numpy):
+        fb = check.bottleneck(answer)
+        assert fb.ok, fb.message
+
+
 @pytest.mark.parametrize("answer, hint", [
     (..., "Not answered yet"),
     (("input", 0.75), "Answer with a function"),
@@ -42,6 +58,12 @@ def test_bottleneck_model_answer_passes():
     # the right formula, rounded
     (lambda i, c: ("input" if i > c else "compute", round((max(i, c) - c) / max(i, c), 2)), "did you round"),
     (lambda i, c: ("input" if i > c else "compute", round((max(i, c) - c) / max(i, c), 1)), "did you round"),
+    # a step without prefetch (input + compute), the pair the wrong way round, the fraction as text
+    (lambda i, c: ("input" if i > c else "compute", max(0.0, i - c) / (i + c)), "without prefetch"),
+    (lambda i, c: (max(0.0, i - c) / max(i, c), "input" if i > c else "compute"), "other way round"),
+    (lambda i, c: ("input" if i > c else "compute", f"{max(0.0, i - c) / max(i, c):.0%}"), "should be a number"),
+    # integer division gives 0 for every step
+    (lambda i, c: ("input" if i > c else "compute", (max(i, c) - c) // max(i, c)), "does wait"),
 ])
 def test_bottleneck_refuses_constants_and_mistakes_with_a_hint(answer, hint):
     fb = check.bottleneck(answer)

@@ -106,6 +106,8 @@ def test_bound_reading_labels_by_the_wait_share_it_quotes(t, prefetch, gpus, th)
         assert "(step - model) / step" in text and "the wait is 0" not in text
     if "longer than the model alone" in text:
         assert step_s > model_s
+    if "shorter than the model alone" in text:
+        assert step_s < model_s
     if "took as long as the model alone" in text:
         assert abs(step_s - model_s) <= 0.05 * model_s
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -47,6 +48,9 @@ def _idle_hint(wrong_idles: list[tuple[float, float, float]]) -> str:
     if fits(lambda i, c, step: step - c):
         return ("That is a time, in seconds: how long the accelerator idles in each step. Divide it by the step, "
                 "max(input_s, compute_s), to get the fraction of the step.")
+    if fits(lambda i, c, step: max(0.0, i - c) / (i + c)):
+        return ("You divided the wait by input_s + compute_s: that is a step without prefetch. With prefetch the two "
+                "overlap, so a step lasts max(input_s, compute_s): divide by that.")
     if fits(lambda i, c, step: (i - c) / c):
         return ("You divided the wait by the compute time. Divide by the step time: with prefetch a step lasts as long "
                 "as the longer side, max(input_s, compute_s).")
@@ -92,6 +96,8 @@ def bottleneck(answer: Any) -> Feedback:
         return wrong(f"Your function returns {got[0]!r} whatever the timings. Compute the answer from input_s and "
                      "compute_s.")
     sides = [_expected(i, c)[0] for i, c in TIMINGS]
+    if all(isinstance(g[1], str) and not isinstance(g[0], str) for g in got):
+        return wrong(f"You returned {got[0]!r}: the pair goes the other way round, (side, idle_fraction).")
     answered = [str(g[0]).strip().lower() if isinstance(g[0], str) else g[0] for g in got]
     if not all(isinstance(s, str) for s in answered):
         return wrong(f"The side should be the text 'input' or 'compute', not {type(got[0][0]).__name__}.")
@@ -107,7 +113,7 @@ def bottleneck(answer: Any) -> Feedback:
         if side != right_side:
             return wrong(f"bottleneck({input_s}, {compute_s}): input takes {input_s * 1e3:g} ms and compute "
                          f"{compute_s * 1e3:g} ms, so '{right_side}' bounds the step, not '{side}'.")
-        if isinstance(idle, bool) or not isinstance(idle, (int, float)) or not math.isfinite(idle):
+        if isinstance(idle, bool) or not isinstance(idle, numbers.Real) or not math.isfinite(idle):
             return wrong(f"The idle fraction should be a number, not {idle!r}.")
         if not _close(float(idle), right_idle):
             wrong_idles.append((input_s, compute_s, float(idle)))

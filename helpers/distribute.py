@@ -406,7 +406,7 @@ def scaling_reading(speedup: float, replicas: int, kind: str, gpu_count: int, co
     if all_reduce_ms is not None and step_ms is not None and math.isfinite(all_reduce_ms) \
             and math.isfinite(step_ms) and all_reduce_ms >= 0 and step_ms > 0:
         overhead += (f" (one all-reduce of the gradients took {all_reduce_ms:.2g} ms, {all_reduce_ms / step_ms:.0%} "
-                     f"of a {step_ms:.2g} ms step)")
+                     f"of one {step_ms:.2g} ms step)")
     split = kind == "CPU" or replicas > gpu_count
     if kind == "CPU":
         text = (f"The {replicas} replicas here are logical CPUs: they share the same {cores} "

@@ -112,7 +112,7 @@ def test_scaling_reading_applies_its_stated_rules_to_the_printed_figures(speedup
 @given(reduce_ms=st.floats(min_value=0, max_value=1e3), step_ms=st.floats(min_value=1e-3, max_value=1e3))
 def test_scaling_reading_quotes_the_all_reduce_share_it_was_given(reduce_ms, step_ms):
     text = distribute.scaling_reading(0.9, 2, "CPU", 0, 2, all_reduce_ms=reduce_ms, step_ms=step_ms)
-    assert f"took {reduce_ms:.2g} ms, {reduce_ms / step_ms:.0%} of a {step_ms:.2g} ms step" in text
+    assert f"took {reduce_ms:.2g} ms, {reduce_ms / step_ms:.0%} of one {step_ms:.2g} ms step" in text
 
 
 def test_scaling_reading_leaves_out_an_unmeasured_or_nan_all_reduce():

@@ -58,6 +58,57 @@ def test_min_loss_scale_explains_plausible_mistakes(answer, hint):
     assert not fb.ok and hint in fb.message, fb.message
 
 
+def _loop(threshold, *, use_abs=True, start=1):
+    def min_loss_scale(gradient):
+        scale = start
+        while (abs(gradient) if use_abs else gradient) * scale < threshold:
+            scale *= 2
+        return scale
+    return min_loss_scale
+
+
+def float16_closed_form(g):  # follows the pointer to np.finfo: under NumPy 2 the division runs in float16
+    return 2 ** max(0, math.ceil(math.log2(np.finfo(np.float16).smallest_normal / abs(g))))
+
+
+@pytest.mark.parametrize(("answer", "hint"), [
+    (_loop(6e-5), "rounded decimal"),  # 2**-14 written as a decimal: one doubling short near it
+    (_loop(6.1e-5), "rounded decimal"),
+    (_loop(6.104e-5), "rounded decimal above it"),
+    (float16_closed_form, "ran in float16"),  # one doubling short at 3e-8, OverflowError at 1e-8
+    (lambda g: 2 ** max(0, int(np.ceil(np.log2(np.finfo(np.float16).smallest_normal / abs(g))))), "ran in float16"),
+    (lambda g: np.float16(2) ** max(0, math.ceil(-14 - math.log2(abs(g)))), "np.float16"),  # returns float16
+    (_loop(2.0**-14, use_abs=False), "abs() is missing"),  # int scale: OverflowError: int too large
+    (lambda g: 2 ** max(0, math.ceil(-14 - math.log2(g))), "abs() is missing"),  # ValueError: math domain error
+    (lambda g: 2 ** round(-14 - math.log2(abs(g))) if abs(g) < 2**-14 else 1, "one doubling short"),  # round
+    (lambda g: 2 ** max(0, math.floor(-14 - math.log2(abs(g)))), "one doubling short"),  # floor for ceil
+    (lambda g: max(1, 2 ** max(0, math.ceil(-14 - math.log2(abs(g)))) // 2), "one doubling short"),
+])
+def test_min_loss_scale_names_the_mistake_actually_made(answer, hint):
+    fb = check.min_loss_scale(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+def test_min_loss_scale_float16_hint_does_not_blame_the_comparison():
+    fb = check.min_loss_scale(float16_closed_form)
+    assert "(>=)" not in fb.message and "float(np.finfo(np.float16).smallest_normal)" in fb.message
+    no_abs = check.min_loss_scale(_loop(2.0**-14, use_abs=False))
+    assert "int too large" in no_abs.message and "abs(gradient) * scale" in no_abs.message
+
+
+def test_min_loss_scale_accepts_right_answers_written_differently():
+    rights = [
+        _loop(2.0**-14),  # the exact threshold as a power of two
+        _loop(np.finfo(np.float16).smallest_normal, start=1.0),  # the notebook's pointer, a float scale
+        lambda g: 2 ** max(0, math.ceil(math.log2(float(np.finfo(np.float16).smallest_normal) / abs(g)))),
+        lambda g: 1 << max(0, math.ceil(-14 - math.log2(abs(g)))),  # a bit shift
+        lambda g: next(2**k for k in range(200) if abs(g) * 2**k >= 2**-14),  # a generator, >=
+    ]
+    for answer in rights:
+        fb = check.min_loss_scale(answer)
+        assert fb.ok, fb.message
+
+
 def test_min_loss_scale_survives_errors_none_and_endless_loops():
     assert "raised ZeroDivisionError" in check.min_loss_scale(lambda g: 1 / 0).message
     assert "returns None" in check.min_loss_scale(lambda g: None).message
@@ -95,6 +146,37 @@ def test_next_scale_refuses_constants_and_wrong_shapes():
 ])
 def test_next_scale_explains_plausible_mistakes(kind, hint):
     fb = check.next_scale(check._variant(kind))
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+def test_next_scale_accepts_right_answers_written_differently():
+    def counted_first(scale, finite, good_steps, growth_steps):
+        if finite:
+            good = good_steps + 1
+            return (scale * 2, 0, True) if good >= growth_steps else (scale, good, True)
+        return 0.5 * scale, 0, False
+
+    def one_expression(scale, finite, good_steps, growth_steps):
+        grow = finite and good_steps + 1 == growth_steps
+        return (scale * (2 if grow else 1) if finite else scale / 2), (0 if grow or not finite else good_steps + 1), \
+            bool(finite)
+
+    for answer in (counted_first, one_expression, lambda *a: list(right_next_scale(*a))):
+        fb = check.next_scale(answer)
+        assert fb.ok, fb.message
+
+
+@pytest.mark.parametrize(("answer", "hint"), [
+    (lambda s, f, g, n: (s // 2, 0, False) if not f else right_next_scale(s, f, g, n), "true division"),
+    (lambda s, f, g, n: (float(int(s / 2)), 0, False) if not f else right_next_scale(s, f, g, n), "true division"),
+    (lambda s, f, g, n: right_next_scale(s, f, g, 2000), "never doubled"),  # ignores growth_steps
+    (lambda s, f, g, n: (s * 2, 0, True) if f and g + 2 >= n else right_next_scale(s, f, g, n), "one step early"),
+    (lambda s, f, g, n: (s, 0, True) if f and g + 1 < n else right_next_scale(s, f, g, n), "counts finite steps"),
+    (lambda s, f, g, n: (s * 2, g + 1, True) if f and g + 1 == n else right_next_scale(s, f, g, n),
+     "counts finite steps"),  # no reset after doubling
+])
+def test_next_scale_names_the_mistake_actually_made(answer, hint):
+    fb = check.next_scale(answer)
     assert not fb.ok and hint in fb.message, fb.message
 
 

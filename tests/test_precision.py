@@ -113,7 +113,7 @@ def test_gpu_speed_reading_follows_the_compute_capability():
     assert "float16 Tensor Cores (from 7.0)" in t4[0]
     assert "below 8.0: no bfloat16 Tensor Cores" in t4[1] and "gains nothing" in t4[1]
     a100 = precision.gpu_speed_reading((8, 0), {"float32": 0.004, "mixed_bfloat16": 0.0041})
-    assert "this model is small" in a100[0] and "2.6-3.1x" in a100[0]
+    assert "this model is small" in a100[0] and "2.60x on an A100" in a100[0]
     assert len(a100) == 2 and "TF32 on Tensor Cores" in a100[1]  # A100's float32 baseline is TF32
     assert not any("TF32" in line for line in t4)  # a T4 has no TF32
     p100 = precision.gpu_speed_reading((6, 0), {"float32": 0.01, "mixed_float16": 0.008})[0]
@@ -164,3 +164,106 @@ def test_the_p100_branch_reaches_the_page_through_a_fake_gpu_report():
     assert precision.tensor_core_note(gpu.compute_capability).startswith("Compute capability 6.0 has no Tensor Cores")
     assert "Compute capability 6.0 is below 7.0" in precision.gpu_speed_reading(
         gpu.compute_capability, {"float32": 0.01, "mixed_float16": 0.008})[0]
+
+
+# ---------------------------------------------------------------- oneDNN and the float16 note
+AVX2_LAPTOP = {"avx", "avx2", "fma", "f16c"}  # a CPU without AVX-512 (many laptops)
+
+
+def test_onednn_state_follows_tensorflows_rule():
+    assert precision.onednn_state(AVX2_LAPTOP, {}, "Linux", "x86_64")[0] is False
+    assert precision.onednn_state({"avx512f", "avx512_bf16"}, {}, "Linux", "x86_64") == (
+        True, "on: TF_ENABLE_ONEDNN_OPTS is unset and this CPU has avx512_bf16, for which TensorFlow turns oneDNN "
+              "on by default")
+    assert precision.onednn_state({"avx512_vnni"}, {"TF_ENABLE_ONEDNN_OPTS": "0"}, "Linux", "x86_64") == (
+        False, "off: TF_ENABLE_ONEDNN_OPTS=0")
+    assert precision.onednn_state(AVX2_LAPTOP, {"TF_ENABLE_ONEDNN_OPTS": "1"}, "Linux", "x86_64")[0] is True
+    assert precision.onednn_state({"avx512_vnni"}, {}, "Windows", "AMD64")[0] is False
+
+
+@pytest.mark.parametrize("setting", [None, "0"])
+def test_onednn_state_agrees_with_tensorflow_on_this_machine(setting):
+    """TensorFlow's own answer (IsMklEnabled), in a fresh Python with the variable unset or 0."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+    if setting is not None:
+        env["TF_ENABLE_ONEDNN_OPTS"] = setting
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    code = "from tensorflow.python.util import _pywrap_util_port as p; print(p.IsMklEnabled())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() in ("True", "False"), out.stderr[-2000:]
+    assert precision.onednn_state(cpu.flags(), env)[0] == (out.stdout.strip() == "True")
+
+
+def test_onednn_float16_needs_float16_instructions_not_avx512():
+    assert not precision.onednn_float16({"avx512f", "avx512bw", "avx512_bf16", "avx512_vnni"})
+    assert precision.onednn_float16({"avx512bw", "avx512_fp16"})
+    assert not precision.onednn_float16({"avx512_fp16"})  # without avx512bw
+    assert precision.onednn_float16({"avx2", "avx_ne_convert"})
+
+
+def test_fp16_note_reading_names_the_condition_the_run_met():
+    off = precision.onednn_state(AVX2_LAPTOP, {}, "Linux", "x86_64")
+    line = precision.fp16_note_reading(None, *off, False, False)
+    assert "oneDNN is off" in line and "none of avx512_vnni" in line and "not at all where" not in line
+    note = ("oneDNN supports DT_HALF only on platforms with AVX-512. Falling back to the default Eigen-based "
+            "implementation if present.")
+    on = precision.onednn_state({"avx512f", "avx512_bf16"}, {}, "Linux", "x86_64")
+    line = precision.fp16_note_reading(note, *on, False, True)
+    assert note in line and "once per process" in line and "lacks those float16 instructions" in line
+    again = precision.fp16_note_reading(None, *on, False, True)  # the second run in one kernel
+    assert "met a float16 tensor before" in again
+    with pytest.raises(ValueError, match="note_due"):
+        precision.fp16_note_reading(None, *on, False, False)
+
+
+def test_speed_reading_with_onednn_off_does_not_credit_onednn():
+    flags = {"avx512f", "avx512_bf16"}
+    slow = precision.speed_reading(flags, {"float32": 0.055, "mixed_bfloat16": 0.338}, onednn=False)[0]
+    assert "oneDNN is off" in slow and "which TensorFlow's oneDNN kernels use" not in slow
+    assert "median step 338 ms against 55 ms" in slow
+    on = precision.speed_reading(flags, {"float32": 0.05, "mixed_bfloat16": 0.03}, onednn=True)[0]
+    assert "oneDNN kernels use" in on
+
+
+# ---------------------------------------------------------------- the time box
+def test_step_timer_time_box_stops_a_slow_epoch_early():
+    """A fake slow step (a layer that sleeps, run eagerly): the box closes after the budget, not the epoch."""
+    import time
+
+    import keras
+
+    class Slow(keras.layers.Layer):
+        def call(self, x):
+            time.sleep(0.03)
+            return x
+
+    model = keras.Sequential([keras.Input((2,)), Slow(), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse", run_eagerly=True, jit_compile=False)
+    steps_per_epoch = 100
+    timer = precision.step_timer(budget_s=0.25, min_steps=3)
+    x = np.zeros((steps_per_epoch * 4, 2), dtype="float32")
+    start = time.perf_counter()
+    model.fit(x, x[:, :1], batch_size=4, epochs=1, verbose=0, callbacks=[timer])
+    wall = time.perf_counter() - start
+    assert timer.stopped and 3 < timer.steps < steps_per_epoch, timer.steps
+    assert timer.timed_s >= 0.25 and timer.timed_s - timer.times[-1] < 0.25  # closed at the first step past it
+    # the epoch it saved: the run took a fraction of what the whole epoch takes at the measured median
+    assert wall < 0.5 * steps_per_epoch * timer.median, (wall, timer.median)
+
+
+def test_step_timer_without_a_budget_runs_the_whole_epoch_and_refuses_bad_budgets():
+    import keras
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse", jit_compile=False)
+    timer = precision.step_timer()
+    model.fit(np.zeros((40, 2), "float32"), np.zeros((40, 1), "float32"), batch_size=4, verbose=0, callbacks=[timer])
+    assert timer.steps == 10 and not timer.stopped
+    for bad in (0, -1.0, float("nan"), float("inf"), "5"):
+        with pytest.raises(ValueError, match="budget_s"):
+            precision.step_timer(budget_s=bad)
+    with pytest.raises(ValueError, match="min_steps"):
+        precision.step_timer(budget_s=1.0, min_steps=0)

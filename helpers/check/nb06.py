@@ -18,8 +18,11 @@ from __future__ import annotations
 import math
 import signal
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from helpers.check._feedback import Feedback, not_filled, number, returned_none, wrong
 
@@ -30,9 +33,14 @@ SMALLEST_SUBNORMAL = 2.0**-24  # float16's smallest subnormal, 6.0e-8
 FLOAT16_MAX = 65504.0
 BFLOAT16_SMALLEST_NORMAL = 2.0**-126  # float32's too: such formats need no loss scale
 
-# Made-up gradients: two are negative, one (2**-20) is a power of two, so that abs(g) * 64 lands exactly
-# on 2**-14 and `<=` in place of `<` doubles once too often.
-GRADIENTS = (1e-3, 1.0, 5e-6, 2.0**-20, -2e-7, 3e-8, 1e-8, 7e-10, -4e-12)
+# Made-up gradients. Two are negative; 2**-20 is a power of two, so that abs(g) * 64 lands exactly on 2**-14 and
+# `<=` in place of `<` doubles once too often; three sit just around 2**-14 once scaled, so a threshold written as
+# a rounded decimal (6e-5, 6.1e-5 below it, 6.104e-5 above) gives a wrong scale for one of them; 1e-8 and 3e-8 are
+# where arithmetic in float16 goes wrong (0, and a rounded value, once cast to float16). None of the scaled values
+# lies within half a float16 step of 2**-14, so comparing with np.finfo(np.float16).smallest_normal itself (which
+# NumPy 2 does in float16) gives the right scale too.
+GRADIENTS = (1e-3, 1.0, 5e-6, 2.0**-20, 3e-8, 1e-8, 7e-10, 6.1003e-5 / 2**10, 6.1037e-5 / 2**12, -2e-7, -4e-12,
+             -6.05e-5 / 2**7)
 
 
 class _TooSlow(Exception):
@@ -40,7 +48,10 @@ class _TooSlow(Exception):
 
 
 def _call(fn: Callable[..., Any], *args: Any, seconds: float = 2.0) -> tuple[Any, Feedback | None]:
-    """Call the learner's function; an exception or an endless loop becomes a Feedback, never a crash."""
+    """Call the learner's function; an exception or an endless loop becomes a Feedback, never a crash.
+
+    NumPy's warnings (a float16 overflow, a division by zero) stay off the page: the Feedback explains them.
+    """
     alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if alarm:
         def stop(signum: int, frame: Any) -> None:
@@ -49,7 +60,9 @@ def _call(fn: Callable[..., Any], *args: Any, seconds: float = 2.0) -> tuple[Any
         previous = signal.signal(signal.SIGALRM, stop)
         signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        return fn(*args), None
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(*args), None
     except _TooSlow:
         shown = ", ".join(repr(a) for a in args)
         return None, wrong(f"Your function did not return within {seconds:g} s for ({shown}): a loop that never "
@@ -69,6 +82,50 @@ def _reference_scale(gradient: float, threshold: float = SMALLEST_NORMAL) -> int
     return scale
 
 
+def _float16_scale(gradient: float) -> float | None:
+    """What ``2**ceil(log2(smallest_normal / abs(g)))`` gives when the division runs in float16 (NumPy 2 keeps
+    ``np.float16 / float`` in float16): None where it fails (the quotient overflows to inf)."""
+    with np.errstate(all="ignore"):
+        quotient = float(np.float16(SMALLEST_NORMAL) / np.float16(abs(gradient)))
+    if not math.isfinite(quotient) or quotient <= 0:
+        return None
+    return 2 ** max(0, math.ceil(math.log2(quotient)))
+
+
+def _product(gradient: float, scale: float) -> float:
+    return abs(gradient) * scale / SMALLEST_NORMAL  # 1.0: exactly 2**-14
+
+
+def _outcomes(answer: Callable[..., Any]) -> tuple[dict[float, Any], Feedback | None]:
+    """The answer on every gradient (positives first): a number, or the Feedback of a failed call.
+
+    After an endless loop the remaining gradients are not tried (each would cost the time limit again).
+    """
+    out: dict[float, Any] = {}
+    for g in sorted(GRADIENTS, key=lambda g: g < 0):
+        got, failed = _call(answer, g)
+        if failed is not None:
+            out[g] = failed
+            if "did not return" in failed.message:
+                break
+            continue
+        if got is None or got is Ellipsis:
+            return out, returned_none("min_loss_scale")
+        if isinstance(got, np.floating) and got.dtype == np.float16:
+            return out, wrong(f"min_loss_scale({g:g}) returned a np.float16 ({float(got):g}): your arithmetic ran in "
+                              f"float16. {FLOAT16_ARITHMETIC}")
+        value = number(got)
+        if value is None:
+            return out, wrong(f"min_loss_scale({g:g}) returned {type(got).__name__}; return a number (a power of "
+                              "two).")
+        out[g] = value
+    return out, None
+
+
+FLOAT16_ARITHMETIC = ("np.finfo(np.float16).smallest_normal is itself a float16 number, and under NumPy 2 "
+                      "dividing it by a Python float stays in float16: the gradient is first rounded to float16 (1e-8 "
+                      "becomes 0, 3e-8 loses digits) and a quotient above 65504 becomes inf. Convert the threshold "
+                      "first, float(np.finfo(np.float16).smallest_normal), or write 2.0**-14.")
 
 
 def min_loss_scale(answer: Any) -> Feedback:
@@ -91,53 +148,99 @@ def min_loss_scale(answer: Any) -> Feedback:
     if not callable(answer):
         return wrong(f"Define a function, `def min_loss_scale(gradient): ...`, and set answer_1 to it, not to a "
                      f"{type(answer).__name__}: the check calls it on gradients it makes up.")
-    for g in GRADIENTS:
-        got, failed = _call(answer, g)
-        if failed is not None:
-            return failed
-        if got is None or got is Ellipsis:
-            return returned_none("min_loss_scale")
-        value = number(got)
-        if value is None:
-            return wrong(f"min_loss_scale({g:g}) returned {type(got).__name__}; return a number (a power of two).")
-        expected = _reference_scale(g)
-        if value == expected:
-            continue
-        shown = f"min_loss_scale({g:g}) returned {value:g}, expected {expected:g}"
-        if g < 0 and value == 1:
-            return wrong(f"{shown}. Gradients can be negative: compare abs(gradient) * scale with the threshold.")
-        if value == math.log2(expected):
-            return wrong(f"{shown}. You returned the exponent k; return the scale 2**k.")
-        if value > 0 and not math.log2(value).is_integer():
-            return wrong(f"{shown}. Loss scales are powers of two: multiplying by 2**k changes only the "
-                         "exponent, so scaling and unscaling lose no bits.")
-        if 0 < value < 1:
-            return wrong(f"{shown}. The scale is 2**k with k >= 0: a loss scale never shrinks a gradient, and "
-                         "one already at or above 2**-14 needs a scale of 1.")
-        if value == 1 and expected > 1 and value == _reference_scale(g, BFLOAT16_SMALLEST_NORMAL):
-            return wrong(f"{shown}: no scaling at all. The threshold is float16's smallest normal, 2**-14 (6.1e-5); "
-                         "bfloat16's and float32's (1.2e-38) are far lower, which is why bfloat16 needs no loss "
-                         "scaling.")
-        if value == _reference_scale(g, SMALLEST_SUBNORMAL):
-            return wrong(f"{shown}. That scale only keeps the gradient from becoming 0 (float16's smallest "
-                         "subnormal); aim for the smallest normal, np.finfo(np.float16).smallest_normal (2**-14), "
-                         "where float16 keeps all its significant bits.")
-        if value in (_reference_scale(g, FLOAT16_MAX), _reference_scale(g, FLOAT16_MAX) / 2):
-            return wrong(f"{shown}. You aimed at float16's largest number, 65504; the smallest scale lifts the "
-                         "gradient only to float16's smallest normal, 2**-14.")
-        if value == 2 * expected and abs(g) * expected == SMALLEST_NORMAL:
-            return wrong(f"{shown}: one doubling too many. Here abs(gradient) * {expected:g} is exactly 2**-14, "
-                         "which already reaches it: double while the product is < 2**-14, not <=.")
-        if value == expected / 2:
-            return wrong(f"{shown}: one doubling short. abs(gradient) * scale must reach the smallest normal "
-                         "(>=), not stay below it.")
-        if value > expected:
-            return wrong(f"{shown}: larger than needed. Start from 1 and double while abs(gradient) * scale is "
-                         "below 2**-14; stop at the first scale that reaches it.")
-        return wrong(f"{shown}: too small, the scaled gradient stays below float16's smallest normal (2**-14).")
-    return Feedback(True, f"Right on {len(GRADIENTS)} gradients from 1 down to 4e-12, negative ones included: "
-                          f"a gradient of 1e-8 needs a loss scale of {_reference_scale(1e-8)}, "
-                          f"one of 3e-8 needs {_reference_scale(3e-8)}.")
+    got, failed = _outcomes(answer)
+    if failed is not None:
+        return failed
+    expected = {g: _reference_scale(g) for g in GRADIENTS}
+    bad = [g for g in GRADIENTS if g not in got or isinstance(got[g], Feedback) or got[g] != expected[g]]
+    if not bad:
+        return Feedback(True, f"Right on {len(GRADIENTS)} gradients from 1 down to 4e-12, negative ones and some close "
+                              f"to 2**-14 once scaled included: a gradient of 1e-8 needs a loss scale of "
+                              f"{_reference_scale(1e-8)}, one of 3e-8 needs {_reference_scale(3e-8)}.")
+    return _diagnose_scale(answer, got, expected, bad)
+
+
+def _shown(g: float, got: dict[float, Any], expected: dict[float, int]) -> str:
+    if g not in got:
+        return f"min_loss_scale({g:g}) was not tried (an earlier call did not return)"
+    if isinstance(got[g], Feedback):
+        return f"min_loss_scale({g:g}) failed: {got[g].message.removeprefix('Not yet. ')}"
+    return f"min_loss_scale({g:g}) returned {got[g]:g}, expected {expected[g]:g}"
+
+
+def _diagnose_scale(answer: Callable[..., Any], got: dict[float, Any], expected: dict[float, int],
+                    bad: list[float]) -> Feedback:
+    """Name the mistake behind the wrong values: each rule looks at all the gradients the answer got wrong."""
+    values = {g: v for g, v in got.items() if not isinstance(v, Feedback)}
+    first = bad[0]
+    shown = _shown(first, got, expected)
+    # 1. Right on every positive gradient, wrong (or failing, or endless) on negative ones: abs() is missing.
+    if all(g < 0 for g in bad):
+        g = bad[0]
+        positive, failed = _call(answer, abs(g))
+        if failed is None and number(positive) == expected[g]:
+            return wrong(f"{_shown(g, got, expected)}, while min_loss_scale({abs(g):g}) is right: abs() is missing. "
+                         "For a negative gradient, gradient * scale stays negative and never reaches 2**-14 (the "
+                         "loop doubles forever, or the scale overflows): compare abs(gradient) * scale.")
+    # 2. `<=` for `<`: wrong only where abs(g) * expected is exactly 2**-14, by one doubling.
+    if all(_product(g, expected[g]) == 1.0 and values.get(g) == 2 * expected[g] for g in bad):
+        return wrong(f"{shown}: one doubling too many. Here abs(gradient) * {expected[first]:g} is exactly 2**-14, "
+                     "which already reaches it: double while the product is < 2**-14, not <=.")
+    # 3. A rounded decimal for 2**-14: wrong only at gradients whose scaled value sits just around it.
+    if all(values.get(g) == expected[g] / 2 and _product(g, expected[g]) > 1.96 for g in bad):
+        below = abs(first) * expected[first] / 2
+        return wrong(f"{shown}: abs(gradient) * {expected[first] / 2:g} = {below:.6g} is still below 2**-14 = "
+                     f"{SMALLEST_NORMAL!r}, though it passes 6.1e-5 or 6e-5: your threshold is a rounded decimal. "
+                     "Write it exactly: 2.0**-14, or float(np.finfo(np.float16).smallest_normal).")
+    if all(values.get(g) == 2 * expected[g] and 1.0 <= _product(g, expected[g]) < 1.02 for g in bad):
+        above = abs(first) * expected[first]
+        return wrong(f"{shown}: abs(gradient) * {expected[first]:g} = {above:.6g} already reaches 2**-14 = "
+                     f"{SMALLEST_NORMAL!r}: your threshold is a rounded decimal above it. Write it exactly: "
+                     "2.0**-14, or float(np.finfo(np.float16).smallest_normal).")
+    # 4. Arithmetic in float16: wrong only where float16 arithmetic goes wrong, and not only at the boundary.
+    float16_wrong = {g for g in GRADIENTS if _float16_scale(g) != expected[g]}
+    if set(bad) <= float16_wrong and any(1.02 <= _product(g, expected[g]) <= 1.96 for g in bad):
+        return wrong(f"{shown}: your arithmetic ran in float16. {FLOAT16_ARITHMETIC}")
+    # 5. One answer on all gradients that follows another rule.
+    for name, rule in _WRONG_RULES:
+        if all(g in values and values[g] == rule(g) for g in GRADIENTS):
+            return wrong(f"{shown}. {name}")
+    # 6. Otherwise: what is wrong with the first wrong value.
+    if isinstance(got.get(first), Feedback):
+        return got[first]
+    if first not in got:
+        return wrong(f"{shown}.")
+    value, want = values[first], expected[first]
+    if value == math.log2(want):
+        return wrong(f"{shown}. You returned the exponent k; return the scale 2**k.")
+    if value > 0 and not math.log2(value).is_integer():
+        return wrong(f"{shown}. Loss scales are powers of two: multiplying by 2**k changes only the "
+                     "exponent, so scaling and unscaling lose no bits.")
+    if 0 < value < 1:
+        return wrong(f"{shown}. The scale is 2**k with k >= 0: a loss scale never shrinks a gradient, and "
+                     "one already at or above 2**-14 needs a scale of 1.")
+    if value == want / 2:
+        return wrong(f"{shown}: one doubling short. abs(gradient) * scale must reach the smallest normal "
+                     "(>=), not stay below it.")
+    if value > want:
+        return wrong(f"{shown}: larger than needed. Start from 1 and double while abs(gradient) * scale is "
+                     "below 2**-14; stop at the first scale that reaches it.")
+    return wrong(f"{shown}: too small, the scaled gradient stays below float16's smallest normal (2**-14).")
+
+
+_WRONG_RULES: tuple[tuple[str, Callable[[float], float]], ...] = (
+    ("That is no scaling at all. The threshold is float16's smallest normal, 2**-14 (6.1e-5); bfloat16's and float32's "
+     "(1.2e-38) are far lower, which is why bfloat16 needs no loss scaling.",
+     lambda g: _reference_scale(g, BFLOAT16_SMALLEST_NORMAL)),
+    ("That scale only keeps the gradient from becoming 0 (float16's smallest subnormal); aim for the smallest "
+     "normal, np.finfo(np.float16).smallest_normal (2**-14), where float16 keeps all its significant bits.",
+     lambda g: _reference_scale(g, SMALLEST_SUBNORMAL)),
+    ("You aimed at float16's largest number, 65504; the smallest scale lifts the gradient only to float16's "
+     "smallest normal, 2**-14.", lambda g: _reference_scale(g, FLOAT16_MAX)),
+    ("You aimed at float16's largest number, 65504; the smallest scale lifts the gradient only to float16's "
+     "smallest normal, 2**-14.", lambda g: _reference_scale(g, FLOAT16_MAX) / 2),
+    ("You returned the exponent k; return the scale 2**k.", lambda g: math.log2(_reference_scale(g))),
+)
 
 
 # --------------------------------------------------------------------------- exercise 2
@@ -146,6 +249,7 @@ SEQUENCES: tuple[tuple[int, float, tuple[bool, ...]], ...] = (
     (3, 1024.0, (True, True, True, True, False, True, True, True, False, False, True)),
     (2, 32768.0, (False, False, True, True, True, False, True, True, True, True)),
     (1, 8.0, (True, True, False, True)),
+    (4, 2.0, (False, False, True, False)),  # halves below 1: 1.0, 0.5, 0.5, 0.25 (Keras sets no floor)
 )
 
 
@@ -244,8 +348,18 @@ def next_scale(answer: Any) -> Feedback:
                          "weights keep their values.")
         if applied_wrong:
             return wrong(f"{shown}. A finite step's update is applied: return applied = True for it.")
+        if not steps[where] and scale_got == math.floor(scale_expected) != scale_expected:
+            return wrong(f"{shown}: the scale was rounded down to a whole number. Halve with true division, "
+                         "scale / 2: `//` (or int()) turns 0.5 into 0, and a scale can fall below 1.")
         if not steps[where] and scale_got != scale_expected:
             return wrong(f"{shown}. An inf/NaN step halves the scale (scale / 2) and skips the update.")
+        if steps[where] and scale_got * 2 == scale_expected and got[where][1] == expected[where][1] + growth:
+            return wrong(f"{shown}: the scale never doubled. After growth_steps finite steps in a row (here "
+                         f"{growth}: good_steps + 1 == growth_steps) double it; use the growth_steps argument, "
+                         "not a fixed number.")
+        if steps[where] and scale_got == 2 * scale_expected and got[where][1] == 0:
+            return wrong(f"{shown}: you double one step early. Double when the count of finite steps in a row, "
+                         "this one included (good_steps + 1), reaches growth_steps.")
         if got[where][1] != expected[where][1]:
             return wrong(f"{shown}. The second number counts finite steps in a row since the last change: add 1 "
                          "after a finite step, reset to 0 after doubling or halving.")

@@ -102,3 +102,14 @@ def test_bf16_blames_strictness_only_for_a_strict_comparison_at_8():
 ])
 def test_bf16_accepts_right_answers_written_differently(answer):
     assert check.has_bf16_tensor_cores(answer).ok
+
+
+def test_exercise_text_counts_the_machines_the_check_uses():
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).parents[1] / "notebooks" / "00_environment_check.ipynb").read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    words = {4: "four"}
+    assert f"device lists of\n{words[len(check.MACHINES)]} made-up machines" in text or \
+        f"device lists of {words[len(check.MACHINES)]} made-up machines" in text

@@ -171,3 +171,13 @@ def test_matmul_on_accepts_right_answers_written_differently():
             return tf.linalg.matmul(a, b, transpose_b=False)
 
     assert check.matmul_on(linalg).ok
+
+
+def test_exercise_text_counts_the_servers_the_check_uses():
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).parents[1] / "notebooks" / "02_gpu_detection_and_placement.ipynb").read_text())
+    text = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown").replace("\n", " ")
+    words = {8: "eight"}
+    assert f"this server and on {words[len(check.SERVERS) - 1]} other made-up servers" in text

@@ -270,13 +270,19 @@ def test_the_convergence_budget_skips_only_middle_sizes_and_says_so(run_times):
         clock["now"] += per_run[batch]
         return [(0, 2.3)], 0.5, 10
 
-    text, ns = run_cell("BUDGET_S = 30", {"sizes": sizes, "SMOKE": False, "base_batch": sizes[0], "train": train,
+    text, ns = run_cell("BUDGET_S = 45", {"sizes": sizes, "SMOKE": False, "base_batch": sizes[0], "train": train,
                                           "time": SimpleNamespace(perf_counter=lambda: clock["now"])})
     trained, skipped = ns["trained"], ns["skipped"]
     assert sizes[0] in trained and sizes[-1] in trained and sorted(trained + skipped) == sizes
     assert f"Trained batch {', '.join(map(str, trained))} in {ns['spent']:.0f} s" in text
     assert ("; not trained: batch " + ", ".join(map(str, sorted(skipped))) in text) is bool(skipped)
     # the rule on the page: a middle size starts only when the time so far plus the last size's time fits
+    now, last, expected = 0.0, 0.0, []
+    for b in [sizes[0], sizes[-1], *sizes[-2:0:-1]]:
+        if b in (sizes[0], sizes[-1]) or now + last <= ns["BUDGET_S"]:
+            last = per_run[b] * (1 if b == sizes[0] else 2)
+            now, expected = now + last, [*expected, b]
+    assert trained == sorted(expected), (trained, expected)
     assert all(f"batch {b:>4}, constant rate" in text for b in trained)
 
 

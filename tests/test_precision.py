@@ -267,3 +267,19 @@ def test_step_timer_without_a_budget_runs_the_whole_epoch_and_refuses_bad_budget
             precision.step_timer(budget_s=bad)
     with pytest.raises(ValueError, match="min_steps"):
         precision.step_timer(budget_s=1.0, min_steps=0)
+
+
+def test_notebook_06_sources_its_published_figures():
+    """TF32's bit counts carry NVIDIA's description; NVIDIA's rounded speed-ups are labelled as NVIDIA's."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "06_mixed_precision.ipynb").read_text())
+    prose = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    tf32 = prose.split("- **TF32**", 1)[1].split("\n- ", 1)[0]
+    assert "8 exponent bits" in tf32 and "10 mantissa bits" in tf32 and precision.TF32_SOURCE in tf32
+    assert precision.TF32["nexp"] == 8 and precision.TF32["nmant"] == 10 and precision.TF32["bits"] == 19
+    nvidia = prose.split("Measured by NVIDIA on other hardware", 1)[1].split("\n\n", 1)[0]
+    assert '"Training performance: NVIDIA DGX A100 (8x A100 40GB)"' in nvidia
+    assert "given there as 2.60x" in nvidia and "2,375 / 909 = 2.61" in nvidia and round(2375 / 909, 2) == 2.61
+    assert "NVIDIA's table gives as 3.08x" in nvidia and round(1270 / 412, 2) == 3.08

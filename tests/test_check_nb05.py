@@ -154,14 +154,14 @@ def test_max_batch_that_fits_refuses_a_constant():
 
 @pytest.mark.parametrize("answer, hint", [
     (lambda b, f, m: m // b, "forgot the fixed part"),
-    (lambda b, f, m: (m - f) // b, "negative"),
+    (lambda b, f, m: (m - f) // b, "returns a negative batch"),
     (lambda b, f, m: round((m - f) / b), "nearest batch"),
     (lambda b, f, m: math.ceil((m - f) / b), "rounded up"),
     (lambda b, f, m: (m - f) / b, "whole number"),
     (lambda b, f, m: 2 ** int(math.log2((m - f) // b)) if m > f else 0, "power of two"),
     (lambda b, f, m: max(0, math.ceil((m - f) / b) - 1), "exactly"),
     (lambda b, f, m: max(1, (m - f) // b), "not max(1, ...)"),  # a clamp at the wrong value
-    (lambda b, f, m: int((m - f) / b), "negative"),  # int() truncates toward zero: -333, still negative
+    (lambda b, f, m: int((m - f) / b), "returns a negative batch"),  # int() truncates toward zero: -333, still negative
     (lambda b, f, m: max(0, int((0.9 * m - f) // b)), "10 % of the memory free"),  # headroom nobody asked for
     (lambda b, f, m: max(0, m // b - f), "subtracted fixed_bytes from a number of samples"),  # units
     (lambda b, f, m: max(0, int((m - f) // (b * 2**30 / 1e9))), "mixed GB and GiB"),  # a unit conversion

@@ -84,12 +84,12 @@ def test_roofline_reading_names_as_fitting_only_working_sets_within_the_cache(si
     assert f"{gbs[min(gbs)]:,.1f} GB/s on {4 * min(gbs) ** 2 / 2**20:,.4g} MiB arrays" in text
     if ws_last > cache:
         assert "exceeds the" in text and "fits the" not in text.split(".")[1]
-        named = re.search(r"as the ([\d, and]+) MiB ones did here", text)
+        named = re.search(r"as the ([\d., and]+) MiB ones did here", text)
         for mib in (re.findall(r"[\d.]+", named.group(1)) if named else []):
             side = next(s for s in gbs if f"{4 * s**2 / 2**20:,.4g}" == mib)
             assert timing.working_set_bytes(side) <= cache, (mib, cache_mib, text)
             assert gbs[side] >= timing.ABOVE * gbs[last], text
-        beyond = re.search(r"The ([\d, and]+) MiB ones ran above it too", text)
+        beyond = re.search(r"The ([\d., and]+) MiB ones ran above it too", text)
         for mib in (re.findall(r"[\d.]+", beyond.group(1)) if beyond else []):
             side = next(s for s in gbs if f"{4 * s**2 / 2**20:,.4g}" == mib)
             assert timing.working_set_bytes(side) > cache and gbs[side] >= timing.ABOVE * gbs[last], text

@@ -88,7 +88,7 @@ def shared(run):
     # The cache rule: a size named as fitting the cache has its whole working set (3 arrays) within it.
     arrays, cache = r["working_set_arrays"], r["cache_bytes"]
     assert arrays == 3 and f"working set, {arrays} arrays x 4 bytes" in text
-    for named in re.findall(r"as the ([\d, and]+) MiB ones did here", text):
+    for named in re.findall(r"as the ([\d., and]+) MiB ones did here", text):
         for mib in re.findall(r"[\d.]+", named):
             assert cache and arrays * float(mib) * 2**20 <= cache, (mib, cache)
 

@@ -2,7 +2,9 @@
 
     .venv/bin/python benchmarks/run.py [--skip-make-test] [--notebooks 00_environment_check.ipynb ...]
 
-1. each notebook's wall time under papermill, at smoke and at learner sizes, one at a time;
+1. each notebook's wall time under papermill at learner sizes on both of TensorFlow's CPU paths, one at
+   a time (benchmarks/notebook_times.py: written to times.json, which the README and the notebooks
+   quote), and at smoke size for where `make test`'s time goes;
 2. `make test`'s wall time, and where it goes: the installer's check, a Jupyter kernel start, the
    TensorFlow import, and the notebook executions;
 3. `helpers.bench` against a synchronised reference under asynchronous execution (and a naive timer);
@@ -29,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import nbrun  # noqa: E402
-from notebook_times import LEARNER_TARGET_S, time_notebooks  # noqa: E402
+import notebook_times  # noqa: E402
 
 
 def _seconds(cmd: list[str], **kwargs) -> float:
@@ -114,7 +116,18 @@ def plot(rates: dict[str, object], path: Path) -> None:
     plt.close(fig)
 
 
-def report(rows, make_test, timer, rates) -> str:
+def smoke_seconds(names: list[str]) -> dict[str, float]:
+    """Each notebook's wall time at smoke size (what `make test` runs), one at a time."""
+    import tempfile
+
+    seconds = {}
+    for name in names:
+        with tempfile.TemporaryDirectory() as tmp:
+            seconds[name] = nbrun.run_notebook(name, Path(tmp), smoke=True).seconds
+    return seconds
+
+
+def report(times, smoke, make_test, timer, rates) -> str:
     import tensorflow as tf
 
     from helpers import cpu
@@ -123,18 +136,12 @@ def report(rows, make_test, timer, rates) -> str:
              f"Machine: {cpu.model_name()}, {os.cpu_count()} logical cores, {platform.system()} "
              f"{platform.machine()}, Python {platform.python_version()}, TensorFlow {tf.__version__} "
              "(CPU only). Written by `make bench` (benchmarks/run.py); figures are one run's, not targets.", ""]
-    if rows:
-        lines += ["## Notebook wall times (papermill, one at a time)", "",
-                  "| notebook | smoke (s) | learner (s) | learner target 120 s |", "| --- | --- | --- | --- |"]
-        for name, smoke, learner in rows:
-            verdict = "met" if learner <= LEARNER_TARGET_S else "MISSED"
-            lines.append(f"| {name} | {smoke:.1f} | {learner:.1f} | {verdict} |")
-        lines += [f"| all | {sum(r[1] for r in rows):.0f} | {sum(r[2] for r in rows):.0f} | |", ""]
+    lines += notebook_times.results_table(times)
     lines += ["## Where `make test`'s time goes", "", "| part | seconds |", "| --- | --- |"]
     lines += [f"| {k} | {v:.1f} |" for k, v in make_test.items()]
-    if rows:
+    if smoke:
         lines.append(f"| notebook executions at smoke size, summed (make test runs each 3 times: claims, twice in "
-                     f"a kernel, nbval; on 2 workers) | {sum(r[1] for r in rows):.0f} |")
+                     f"a kernel, nbval; on 2 workers) | {sum(smoke.values()):.0f} |")
     lines += ["", "## `helpers.bench` under asynchronous execution", "",
               "Ten independent 1024x1024 matmuls, TensorFlow's asynchronous eager mode, 1 thread, 5 interleaved "
               "repeats (the experiment of tests/test_bench.py):", "",
@@ -161,15 +168,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[128, 256, 512, 1024, 2048])
     args = parser.parse_args(argv)
     names = nbrun.present() if args.notebooks is None else args.notebooks
-    rows = time_notebooks(names)
+    notebook_times.main(["--measure", "--only", *names])
+    times = notebook_times.load()
+    smoke = smoke_seconds(names)
     make_test = where_make_test_goes(not args.skip_make_test)
     timer = async_timer()
     rates = matmul_rates(args.sizes)
     plot(rates, ROOT / "benchmarks" / "matmul.png")
-    (ROOT / "benchmarks" / "RESULTS.md").write_text(report(rows, make_test, timer, rates))
+    (ROOT / "benchmarks" / "RESULTS.md").write_text(report(times, smoke, make_test, timer, rates))
     print(f"Wrote {ROOT / 'benchmarks' / 'RESULTS.md'}")
-    missed = [r[0] for r in rows if r[2] > LEARNER_TARGET_S]
-    print("Learner target missed by: " + (", ".join(missed) if missed else "none"))
+    notebook_times.main(["--sync"])  # the README and the notebooks quote the new times
     return 0
 
 

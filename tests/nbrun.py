@@ -85,13 +85,15 @@ def copy_course(target: Path) -> Path:
 def kernel_environment(workdir: Path, course: Path | None = None, gpu_path: bool = False) -> dict[str, str]:
     """The environment a test kernel gets: what a learner's JupyterLab kernel would have.
 
-    * ``PYTEST_CURRENT_TEST`` removed: with it, ipykernel leaves file descriptor 2 alone, so C++
-      log lines that reach a learner's page would never reach the test's.
+    * The caller's environment (a test's ``CUDA_VISIBLE_DEVICES`` or ``TF_ENABLE_ONEDNN_OPTS`` reaches
+      the kernel), without ``PYTEST_CURRENT_TEST`` (with it, ipykernel leaves file descriptor 2 alone, so
+      C++ log lines that reach a learner's page would never reach the test's) and without the
+      ``TF_CPP_MIN_LOG_LEVEL`` that tests/conftest.py sets for the test process (a learner's kernel has none).
     * `course`: that copy's ``helpers`` come first on ``PYTHONPATH``.
     * `gpu_path`: an IPython profile whose start-up file makes Keras resolve ``jit_compile="auto"``
       as on a GPU machine (:data:`GPU_PATH_STARTUP`).
     """
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_CURRENT_TEST", "TF_CPP_MIN_LOG_LEVEL")}
     env["COURSE_SCRATCH"] = str(workdir / "scratch")
     env.setdefault("MPLBACKEND", "Agg")
     if course is not None:
@@ -155,8 +157,9 @@ def run_notebook(name: str, workdir: Path, smoke: bool = True, timeout: int = 60
     workdir.mkdir(parents=True, exist_ok=True)
     results_path = workdir / "results.json"
     env_before = dict(os.environ)
+    kernel_env = kernel_environment(workdir, course, gpu_path)  # read before the environment is cleared
     os.environ.clear()
-    os.environ.update(kernel_environment(workdir, course, gpu_path))
+    os.environ.update(kernel_env)
     start = time.perf_counter()
     try:
         once_more_if_the_kernel_dies(lambda: pm.execute_notebook(

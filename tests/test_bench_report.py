@@ -23,5 +23,8 @@ def test_matmul_rates_plot_and_report_work_on_a_small_size(tmp_path):
     bench.plot(rates, tmp_path / "matmul.png")
     assert (tmp_path / "matmul.png").stat().st_size > 0
     timer = {"reference": 0.02, "helper": 0.021, "naive": 0.001}
-    text = bench.report([("00_x.ipynb", 3.0, 4.0)], {"one part": 1.0}, timer, rates)
-    assert "| 00_x.ipynb | 3.0 | 4.0 | met |" in text and "| 64 |" in text
+    times = {"measured": "2026-11-24", "machine": "a CPU, 2 logical cores",
+             "learner_s": {"00_x.ipynb": {"onednn": 4.0, "eigen": 130.0}}}
+    text = bench.report(times, {"00_x.ipynb": 3.0}, {"one part": 1.0}, timer, rates)
+    assert "| 00_x.ipynb | 4.0 | 130.0 | MISSED |" in text and "| 64 |" in text
+    assert "summed (make test runs each 3 times" in text and "| 3 |" in text

@@ -198,3 +198,31 @@ def test_results_recording_stays_out_of_the_way(name):
         assert len(block) == 2 and len(recording_lines(block[1])) == len(lines), (
             f"{name}: {len(lines)} results lines in one section; keep one, or gather them at the section's "
             f"end under '# for the tests': {lines}")
+
+
+# Words from how the course was written, not for learners: its planning documents and the post it started
+# from. A source is named by its title or URL instead ("the blog post 'How GPU can Powerfully Speed Up ...'").
+LEFTOVER_WORDS = re.compile(r"\bthe seed\b|\bseed's\b|design brief|\bgrew from\b|\bthe (?:course's )?brief\b",
+                            re.IGNORECASE)
+
+
+def learner_text() -> dict[str, str]:
+    """Everything a learner reads: every notebook cell, the helpers (their printed sentences), README, CONTRIBUTING."""
+    texts = {name: "\n".join(c.source for c in load(name).cells) for name in NOTEBOOKS}
+    for path in [*sorted((nbrun.ROOT / "helpers").rglob("*.py")), nbrun.ROOT / "README.md",
+                 nbrun.ROOT / "CONTRIBUTING.md"]:
+        texts[str(path.relative_to(nbrun.ROOT))] = path.read_text()
+    return texts
+
+
+def test_no_authoring_leftovers_in_what_a_learner_reads():
+    found = [f"{where}: {m.group(0)!r} in {text[max(0, m.start() - 40):m.end() + 40]!r}"
+             for where, text in learner_text().items() for m in LEFTOVER_WORDS.finditer(text)]
+    assert not found, "name the real source instead:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("leftover", ["the seed's snippet", "The article this course grew from says",
+                                      "quoted in the course's design brief", "as the brief says"])
+def test_the_leftover_words_pattern_catches_each_phrase(leftover):
+    assert LEFTOVER_WORDS.search(leftover)
+    assert not LEFTOVER_WORDS.search("SEED = 0  # seeds Python, NumPy and TensorFlow; the same seeds each run")

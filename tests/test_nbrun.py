@@ -1,6 +1,7 @@
 """The test harness itself: a notebook whose kernel dies is run once more, and the cell it died in is named."""
 
 import json
+import os
 import warnings
 
 import nbrun
@@ -56,3 +57,25 @@ def test_a_kernel_that_dies_twice_fails_and_a_cell_error_fails_at_once(tmp_path)
     with pytest.raises(ValueError):
         nbrun.once_more_if_the_kernel_dies(cell_error, out)
     assert calls == [1]
+
+
+def test_the_kernel_inherits_the_callers_environment(tmp_path, monkeypatch):
+    """A variable the test sets (CUDA_VISIBLE_DEVICES, TF_ENABLE_ONEDNN_OPTS) reaches the notebook's kernel."""
+    seen = {}
+
+    def fake_execute_notebook(*args, **kwargs):
+        seen.update(os.environ)
+        (tmp_path / "results.json").write_text("{}")
+        (tmp_path / "00_environment_check.ipynb").write_text(json.dumps(
+            {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+
+    import papermill
+
+    monkeypatch.setattr(papermill, "execute_notebook", fake_execute_notebook)
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "x")
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    nbrun.run_notebook("00_environment_check.ipynb", tmp_path)
+    assert seen["TF_ENABLE_ONEDNN_OPTS"] == "0" and "PATH" in seen and "PYTEST_CURRENT_TEST" not in seen
+    assert "TF_CPP_MIN_LOG_LEVEL" not in seen  # a learner's kernel shows what TensorFlow logs
+    assert os.environ["PYTEST_CURRENT_TEST"] == "x"  # and the caller's environment comes back

@@ -116,3 +116,13 @@ def test_notebook_runs_twice_in_a_row_in_one_kernel(name, tmp_path, monkeypatch)
                 client.execute_cell(cell, index)  # raises CellExecutionError on any error
     red = nbrun.stderr_text(nb)
     assert red == "", f"{name}: stderr on the second run: {red}"
+
+
+@pytest.mark.notebook
+def test_notebook_06_on_the_eigen_path_time_boxes_its_16_bit_runs(tmp_path, monkeypatch):
+    """The path of CPUs without AVX-512 (oneDNN off, 16-bit math emulated), forced on any CPU: claims hold."""
+    monkeypatch.delenv("COURSE_SMOKE", raising=False)
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
+    run = nbrun.run_notebook("06_mixed_precision.ipynb", tmp_path, smoke=True)
+    assert run.results["onednn"]["on"] is False, run.results["onednn"]  # the variable reached the kernel
+    claims_for("06_mixed_precision.ipynb").check(run)  # among them: the time box's rule, on this slow path

@@ -123,6 +123,22 @@ _ADAM_VARIANTS: list[tuple[Callable[[int, int], float], str]] = [
 ]
 
 
+def _known_mistake(got: list[float], expected: list[float], cases: list[tuple], ratio_hints: dict[float, str],
+                   variants: list[tuple[Any, str]], rel_tol: float) -> str | None:
+    """The hint of a known mistake that explains every answer: one ratio to the right answers (a unit), or a
+    wrong formula (`variants`: ``(compute(*case), hint)`` pairs); None when neither does."""
+    ratio = _same_ratio(got, expected)
+    if ratio is not None:
+        hint = next((h for r, h in ratio_hints.items() if math.isclose(ratio, r, rel_tol=1e-6)), None)
+        if hint:
+            return hint
+    for compute, hint in variants:
+        if all(math.isclose(g, compute(*case), rel_tol=rel_tol, abs_tol=1e-12)
+               for g, case in zip(got, cases, strict=True)):
+            return hint
+    return None
+
+
 def adam_training_bytes(answer: Any) -> Feedback:
     """Exercise 09.1: ``adam_training_bytes(params, dtype_bytes)`` = weights + gradients + Adam's m and v.
 
@@ -146,14 +162,9 @@ def adam_training_bytes(answer: Any) -> Feedback:
     params, dtype_bytes = ADAM_CASES[i]
     head = (f"For {params:,} weights of {dtype_bytes} bytes the answer is {expected[i]:,} bytes; your function gives "
             f"{got[i]:,.6g}: ")
-    ratio = _same_ratio(got, expected)
-    if ratio is not None:
-        hint = next((h for r, h in _ADAM_RATIO_HINTS.items() if math.isclose(ratio, r, rel_tol=1e-6)), None)
-        if hint:
-            return wrong(head + hint)
-    for compute, hint in _ADAM_VARIANTS:
-        if all(math.isclose(g, compute(p, b), rel_tol=1e-9) for g, (p, b) in zip(got, ADAM_CASES, strict=True)):
-            return wrong(head + hint)
+    hint = _known_mistake(got, expected, ADAM_CASES, _ADAM_RATIO_HINTS, _ADAM_VARIANTS, rel_tol=1e-9)
+    if hint:
+        return wrong(head + hint)
     big = max(range(len(expected)), key=expected.__getitem__)  # the largest model: a rounded unit still shows
     for size, unit in _BYTE_UNITS:
         if math.isclose(got[big] * size, expected[big], rel_tol=0.02):
@@ -351,15 +362,9 @@ def energy_kwh(answer: Any) -> Feedback:
     images, rate, watts = ENERGY_CASES[i]
     head = (f"{images:,} images at {rate:g} images/s on a {watts:g} W GPU use {expected[i]:.6g} kWh; your function "
             f"gives {got[i]:.6g}: ")
-    ratio = _same_ratio(got, expected)
-    if ratio is not None:
-        hint = next((h for r, h in _ENERGY_RATIO_HINTS.items() if math.isclose(ratio, r, rel_tol=1e-6)), None)
-        if hint:
-            return wrong(head + hint)
-    for compute, hint in _ENERGY_VARIANTS:
-        if all(math.isclose(g, compute(*case), rel_tol=1e-6, abs_tol=1e-12)
-               for g, case in zip(got, ENERGY_CASES, strict=True)):
-            return wrong(head + hint)
+    hint = _known_mistake(got, expected, ENERGY_CASES, _ENERGY_RATIO_HINTS, _ENERGY_VARIANTS, rel_tol=1e-6)
+    if hint:
+        return wrong(head + hint)
     for digits in range(0, 5):
         for how, cut in (("round", round), ("truncate", lambda x, d: math.trunc(x * 10**d) / 10**d)):
             if all(math.isclose(g, cut(e, digits), abs_tol=1e-12) for g, e in zip(got, expected, strict=True)):

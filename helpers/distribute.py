@@ -238,7 +238,7 @@ def sketch(replicas: int, global_batch: int, ax: Any = None) -> Any:
 
 
 def scaling_figure(replicas: int, speedup: float, strong_speedup: float | None = None, where: str = "this CPU",
-                   split: bool = False, published: Sequence[Published] = PUBLISHED) -> Any:
+                   split: bool = False, published: Sequence[Published] = PUBLISHED, ceiling: float = 1.0) -> Any:
     """Speed-up and scaling efficiency against the number of devices: this run beside NVIDIA's published runs.
 
     Args:
@@ -248,6 +248,8 @@ def scaling_figure(replicas: int, speedup: float, strong_speedup: float | None =
         where: what this run was measured on, for the legend ("this CPU", "this GPU", "these 4 GPUs").
         split: the replicas share one physical device: draw its ceiling (one device's throughput).
         published: the published points to draw beside it.
+        ceiling: on a split device, the best speed-up to expect (1.0, or one device's gain from running the
+            whole global batch, when that batch fills hardware the per-replica batch left idle).
 
     Example:
         >>> fig = scaling_figure(2, 1.4, 0.74, split=True)
@@ -256,6 +258,7 @@ def scaling_figure(replicas: int, speedup: float, strong_speedup: float | None =
 
     if not isinstance(replicas, int) or replicas < 1 or not math.isfinite(speedup) or speedup <= 0:
         raise ValueError(f"replicas={replicas!r}, speedup={speedup!r}: use an integer >= 1 and a positive speed-up.")
+    ceiling = _positive("ceiling", ceiling)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     top = max([replicas, *(p.gpus for p in published)])
     left.plot([1, top], [1, top], "--", color="0.6", label="ideal (N x one device)")
@@ -265,9 +268,9 @@ def scaling_figure(replicas: int, speedup: float, strong_speedup: float | None =
         left.plot([p.gpus], [p.speedup], **style)
         right.plot([p.gpus], [p.efficiency], **style)
     if split:
-        ceiling = {"ls": ":", "color": "C0", "alpha": 0.6, "label": "ceiling on one split device (1x)"}
-        left.axhline(1.0, **ceiling)
-        right.plot([1, top], [1, 1 / top], **ceiling)
+        line = {"ls": ":", "color": "C0", "alpha": 0.6, "label": f"ceiling on one split device ({ceiling:.2f}x)"}
+        left.axhline(ceiling, **line)
+        right.plot([1, top], [ceiling, ceiling / top], **line)
     mine = {"marker": "o", "color": "C0", "ls": "none", "markersize": 9}
     left.plot([replicas], [speedup], label=f"{replicas} replicas, measured on {where}", **mine)
     right.plot([replicas], [speedup / replicas], label=f"{replicas} replicas, measured on {where}", **mine)
@@ -298,7 +301,8 @@ def scaling_figure(replicas: int, speedup: float, strong_speedup: float | None =
 # the rule it applied beside the numbers. The decision is made on the figures as printed (2 decimals), so
 # a sentence never calls "1.05x" faster and "1.05x" about as fast.
 ABOUT_AS_FAST = 0.05  # two rates within 5 % of each other are "about as fast"
-FILLED_IDLE = 1.2  # a split device: a speed-up above 1.2x means one replica's small batch left hardware idle
+FILLED_IDLE = 1.2  # one device running the global batch above 1.2x its per-replica-batch rate: that batch left
+# part of the hardware idle
 NEAR_IDEAL = 0.9  # own GPUs: an efficiency of 90 % or more is near the ideal (tensorflow/tensorflow#26392)
 
 
@@ -369,18 +373,21 @@ def throughput_reading(samples_per_s: Mapping[str, float], replicas: int, per_re
             f"scaling efficiency of {round(100 * speedup / replicas)}%.")
 
 
-def scaling_reading(speedup: float, replicas: int, kind: str, gpu_count: int, cores: int,
+def scaling_reading(speedup: float, batch_gain: float, replicas: int, kind: str, gpu_count: int, cores: int,
                     all_reduce_ms: float | None = None, step_ms: float | None = None,
                     filled_idle: float = FILLED_IDLE, near_ideal: float = NEAR_IDEAL) -> str:
     """Explain this run's speed-up and scaling efficiency from how its replicas share hardware, beside NVIDIA's.
 
-    The rules, stated in the sentence where they apply: on a split device (logical CPUs or logical
-    GPUs) a speed-up above `filled_idle` is read as one replica's small batch having left hardware
-    idle; on one GPU per replica an efficiency below `near_ideal` is short of the ideal. Both are
-    decided on the figures as printed (speed-up to 2 decimals, efficiency to whole percent).
+    On a split device (logical CPUs or logical GPUs) the N replicas do N times the work of one replica
+    on the same hardware, so the most they can reach is one device running the whole global batch:
+    `batch_gain` times the one-replica rate. The rule, stated in the sentence: a `batch_gain` above
+    `filled_idle` means the per-replica batch left part of the hardware idle, and the best to expect is
+    that gain; otherwise it is about 1x. On one GPU per replica an efficiency below `near_ideal` is
+    short of the ideal. Decided on the figures as printed (2 decimals, efficiency to whole percent).
 
     Args:
         speedup: samples/s of N replicas / samples/s of 1, per-replica batch fixed.
+        batch_gain: samples/s of 1 replica on the global batch / samples/s of 1 on the per-replica batch.
         replicas: N.
         kind: ``"CPU"`` or ``"GPU"``, the kind of device the replicas run on.
         gpu_count: physical GPUs.
@@ -389,10 +396,11 @@ def scaling_reading(speedup: float, replicas: int, kind: str, gpu_count: int, co
         filled_idle, near_ideal: the thresholds above (:data:`FILLED_IDLE`, :data:`NEAR_IDEAL`).
 
     Example:
-        >>> scaling_reading(1.0, 2, "CPU", 0, 2).startswith("The 2 replicas here are logical CPUs")
+        >>> scaling_reading(1.0, 1.1, 2, "CPU", 0, 2).startswith("The 2 replicas here are logical CPUs")
         True
     """
     speedup = _positive("speedup", speedup)
+    batch_gain = _positive("batch_gain", batch_gain)
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
         raise ValueError(f"replicas={replicas!r}: use an integer >= 1.")
     if kind not in ("CPU", "GPU"):
@@ -418,16 +426,28 @@ def scaling_reading(speedup: float, replicas: int, kind: str, gpu_count: int, co
         text = (f"Each of the {replicas} replicas here has its own GPU, so the ideal is {replicas}x the throughput of "
                 "one. ")
     if split:
+        gain = round(batch_gain, 2)
         text += (f"{replicas} replicas with the same per-replica batch do {replicas} times the work of one on the same "
-                 f"hardware, so the best to expect is a speed-up of about 1x (an efficiency of about "
-                 f"{1 / replicas:.0%}). {measured} ")
-        if shown > filled_idle:
-            text += (f"That is above {filled_idle:.2f}x, the rule here for \"more than noise\": one replica with a "
-                     "small batch left part of the hardware idle, and the replicas filled it; the work per step "
-                     "grew, not the hardware. ")
+                 f"hardware: at best as fast as one device running the whole global batch, measured at {gain:.2f}x "
+                 "the rate of one device on the per-replica batch. ")
+        if gain > filled_idle:
+            best = gain
+            text += (f"That is above {filled_idle:.2f}x, the rule here for a per-replica batch that leaves part of "
+                     f"the hardware idle: the best to expect is a speed-up of about {best:.2f}x (an efficiency of "
+                     f"about {best / replicas:.0%}): the replicas can fill the idle part, the work per step grows, "
+                     "not the hardware. ")
         else:
-            text += f"That is not above {filled_idle:.2f}x, the rule here for a gain beyond noise. "
-        text += f"Beyond that, {overhead}. Extra replicas on a split device add overhead, never compute. "
+            best = 1.0
+            text += (f"That is not above {filled_idle:.2f}x, the rule here for a per-replica batch that leaves part "
+                     f"of the hardware idle: the best to expect is a speed-up of about 1x (an efficiency of about "
+                     f"{1 / replicas:.0%}). ")
+        text += measured + " "
+        if shown < best:
+            text += (f"The gap to {best:.2f}x is overhead, not a limit of the hardware: {overhead}. "
+                     "Extra replicas on a split device add overhead, never compute. ")
+        else:
+            text += (f"That is at or above {best:.2f}x: no cost of the replicas shows at this size, though {overhead}. "
+                     "Extra replicas on a split device add no compute. ")
     else:
         text += measured + " "
         if percent < round(100 * near_ideal):

@@ -135,18 +135,19 @@ def test_throughput_reading_words_faster_and_slower():
 
 
 def test_scaling_reading_for_logical_cpus_split_gpu_and_real_gpus():
-    cpu = distribute.scaling_reading(1.0, 2, "CPU", 0, 2, all_reduce_ms=1.0, step_ms=5.0)
+    cpu = distribute.scaling_reading(1.0, 1.1, 2, "CPU", 0, 2, all_reduce_ms=1.0, step_ms=5.0)
     assert "logical CPUs" in cpu and "about 1x" in cpu and "20% of one 5 ms step" in cpu
     assert "7.70x on 8x A100 40 GB" in cpu and "15.05x on 16x V100 32 GB" in cpu and "DeepLearningExamples" in cpu
-    filled = distribute.scaling_reading(1.5, 2, "GPU", 1, 8)
-    assert "logical GPUs split from 1 physical GPU" in filled and "left part of the hardware idle" in filled
-    real = distribute.scaling_reading(3.5, 4, "GPU", 4, 8)
+    filled = distribute.scaling_reading(1.5, 1.8, 2, "GPU", 1, 8)
+    assert "logical GPUs split from 1 physical GPU" in filled
+    assert "the best to expect is a speed-up of about 1.80x" in filled
+    real = distribute.scaling_reading(3.5, 1.0, 4, "GPU", 4, 8)
     assert "has its own GPU" in real and "88%" in real and "longer step" in real
-    ideal = distribute.scaling_reading(3.9, 4, "GPU", 8, 8)
+    ideal = distribute.scaling_reading(3.9, 1.0, 4, "GPU", 8, 8)
     assert "Short of the ideal" not in ideal
-    assert "nothing to scale" in distribute.scaling_reading(1.0, 1, "CPU", 0, 2)
+    assert "nothing to scale" in distribute.scaling_reading(1.0, 1.0, 1, "CPU", 0, 2)
     with pytest.raises(ValueError):
-        distribute.scaling_reading(float("nan"), 2, "CPU", 0, 2)
+        distribute.scaling_reading(float("nan"), 1.0, 2, "CPU", 0, 2)
 
 
 def test_published_figures_are_nvidias():
@@ -182,3 +183,16 @@ def test_scaling_figure_has_two_panels_with_nvidia_points():
     assert any("global batch fixed" in label for label in labels)
     with pytest.raises(ValueError):
         distribute.scaling_figure(0, 1.0)
+
+
+def test_scaling_figure_draws_the_split_ceiling_it_is_given():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = distribute.scaling_figure(2, 1.03, 0.59, split=True, ceiling=1.76)
+    left, _right = fig.axes
+    ceiling = [line for line in left.lines if line.get_label().startswith("ceiling on one split device")]
+    assert ceiling and ceiling[0].get_label() == "ceiling on one split device (1.76x)"
+    assert list(ceiling[0].get_ydata()) == [1.76, 1.76]
+    with pytest.raises(ValueError, match="ceiling="):
+        distribute.scaling_figure(2, 1.0, split=True, ceiling=0.0)

@@ -74,6 +74,26 @@ def shared(run) -> None:
     assert int(ring[1]) == int(ring[2]) == n, ring[0]
     assert abs(float(ring[4]) - 2 * (n - 1) / n * float(ring[3])) <= 0.01, ring[0]
 
+    # On a split device the expectation is this run's own: one device on the global batch against the
+    # per-replica batch (FILLED_IDLE on the page decides whether that gain or 1x is the best to expect).
+    if n >= 2 and (r["gpu_count"] == 0 or n > r["gpu_count"]):
+        gain = round(sps["1_same_global"] / sps["1"], 2)
+        assert f"measured at {gain:.2f}x the rate of one device on the per-replica batch" in text, gain
+        rule = re.search(r"That is (not )?above ([\d.]+)x, the rule here for a per-replica batch that leaves part "
+                         r"of the hardware idle: the best to expect is a speed-up of about ([\d.]+)x", text)
+        assert rule, "the scaling reading states its FILLED_IDLE rule beside the run's batch gain"
+        idle = gain > float(rule[2])
+        assert (rule[1] is None) == idle, (rule[0], gain)
+        best = gain if idle else 1.0
+        assert math.isclose(float(rule[3]), best, abs_tol=0.005), (rule[0], gain)
+        shown = round(sps["N"] / sps["1"], 2)
+        assert (f"The gap to {best:.2f}x is overhead" in text) == (shown < best), (shown, best)
+
+    # fit reports an epoch's mean loss; the custom loop prints its last step's and its last epoch's mean.
+    assert "averaged over the last epoch (what fit reports): loss" in text
+    assert text.count("averaged over the last epoch (as fit reports it)") == 3
+    assert "final loss" not in text
+
     assert r["exercises_solved"] is True
     assert run.stderr_text() == "", f"stderr on the learner's page:\n{run.stderr_text()[:2000]}"
     assert "Traceback" not in text and "INFO:tensorflow" not in text

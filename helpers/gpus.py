@@ -32,6 +32,7 @@ from typing import Any
 from helpers import params
 from helpers.tables import text_table
 
+MIB = 2**20  # bytes in one MiB, the unit of the memory estimate's table (nvidia-smi prints MiB too)
 GIB = 2**30  # bytes in one GB of a GPU datasheet: the memory chips hold binary amounts (1 GiB, IEC 80000-13)
 # The course's rule of thumb: plan with 90 % of the datasheet's memory. It sits below the smallest share of
 # NVML_TOTAL_MIB (93.7 %, T4, A10, L4, L40S), and the CUDA context, workspaces and fragmentation take part of
@@ -351,17 +352,29 @@ class MemoryEstimate:
                 "optimizer_state": self.optimizer_state, "activations": self.activations, "total": self.total}
 
     def table(self, measured: int | None = None) -> str:
-        """The parts in MB and as a share of the total; the measurement and the error when given."""
+        """The parts in MiB (2**20 bytes, the binary unit of GPU memory, as the GiB of the fits table) and as a
+        share of the total; the measurement and the error when given.
+
+        Example:
+            >>> print(MemoryEstimate(2**20, 0, 2**20, 2 * 2**20, 0).table())
+            part                                MiB  share
+            weights (float32 variables)         1.0  25%
+            weight copies in the compute dtype  0.0  0%
+            gradients (float32)                 1.0  25%
+            optimizer state (float32 slots)     2.0  50%
+            activations of the batch            0.0  0%
+            estimate, total                     4.0  100%
+        """
         labels = {"weights": "weights (float32 variables)", "weight_copies": "weight copies in the compute dtype",
                   "gradients": "gradients (float32)", "optimizer_state": "optimizer state (float32 slots)",
                   "activations": "activations of the batch"}
-        rows = [("part", "MB", "share")]
+        rows = [("part", "MiB", "share")]
         for key, label in labels.items():
             value = getattr(self, key)
-            rows.append((label, f"{value / 1e6:,.1f}", f"{value / self.total:.0%}" if self.total else "-"))
-        rows.append(("estimate, total", f"{self.total / 1e6:,.1f}", "100%"))
+            rows.append((label, f"{value / MIB:,.1f}", f"{value / self.total:.0%}" if self.total else "-"))
+        rows.append(("estimate, total", f"{self.total / MIB:,.1f}", "100%"))
         if measured:
-            rows.append(("measured peak", f"{measured / 1e6:,.1f}", f"error {(self.total - measured) / measured:+.1%}"))
+            rows.append(("measured peak", f"{measured / MIB:,.1f}", f"error {(self.total - measured) / measured:+.1%}"))
         return text_table(rows)
 
 

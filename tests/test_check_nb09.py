@@ -165,11 +165,26 @@ def test_energy_accepts_right_answers_written_differently(answer):
     (lambda n, r, w: (n // r) / 3600 * w / 1000, "integer division"),
     (lambda n, r, w: round(n / r / 3600 * w / 1000, 2), "round the result to 2 decimals"),
     (lambda n, r, w: int(n / r / 3600 * w / 1000), "truncate the result to 0 decimals"),
+    # floor division of the hours (a learner's `images//rate//3600*w/1000` returned 0 and was told it truncated
+    # the result to 1 decimal): the hint names the // on the hours
+    (lambda images, rate, w: images // rate // 3600 * w / 1000, "// 3600"),
+    (lambda n, r, w: n / r // 3600 * w / 1000, "keeps whole hours only"),
+    (lambda n, r, w: int(n / r / 3600) * w / 1000, "int() of the hours"),
+    (lambda n, r, w: n // r // 3600 * w // 1000, "floor-divide twice"),
+    (lambda n, r, w: n / r / 3600 * w // 1000, "// 1000"),
     (lambda n, r, w: n / r / 3600 * w / 1000 * 1.1, "seconds = images / images_per_s"),
 ])
 def test_energy_names_the_unit_slip(answer, hint):
     fb = check.energy_kwh(answer)
     assert not fb.ok and hint in fb.message, fb.message
+
+
+@pytest.mark.parametrize("answer", [
+    lambda n, r, w: n // r // 3600 * w / 1000,
+    lambda n, r, w: n / r // 3600 * w / 1000,
+])
+def test_energy_floored_hours_are_not_blamed_on_rounding(answer):
+    assert "decimal" not in check.energy_kwh(answer).message
 
 
 def test_energy_refuses_a_constant_right_for_one_run_and_bad_types():

@@ -72,6 +72,21 @@ def test_detected_looks_up_the_gpus_tensorflow_sees_with_fakes():
     assert gpus.detected(tf=FakeTF(n_gpus=0), nvml=FakeNVML(fail_init=True), table=TABLE) == []
 
 
+def test_every_gpu_with_tf32_tensor_cores_has_its_dense_tf32_figure():
+    """Compute capability 8.0 and up has TF32 Tensor Cores (the features table says "yes"): the spec table must not
+    show "-" there. Dense TF32 is half the dense FP16 Tensor Core peak on every card of the table; a sparsity
+    figure passed as dense would sit at about 1x."""
+    for g in TABLE:
+        tf32 = g["tf32_tensor_tflops_dense"]
+        if g["compute_capability"] >= 8.0:
+            assert tf32, f"{g['name']}: no TF32 figure"
+            assert 1.9 <= g["fp16_tensor_tflops_dense"] / tf32 <= 2.1, g
+        else:
+            assert tf32 is None, g
+    assert (BY_NAME["L40S"]["tf32_tensor_tflops_dense"], BY_NAME["H200 SXM 141 GB"]["tf32_tensor_tflops_dense"]) \
+        == (183, 494)  # the datasheets: L40S 183 dense (366 with sparsity); H200 SXM 989 with sparsity
+
+
 def test_tables_have_a_row_per_gpu_and_every_row_a_source():
     assert all(g["source"].strip() for g in TABLE)
     assert len(gpus.spec_table(TABLE).splitlines()) == len(TABLE) + 1

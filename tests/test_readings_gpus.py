@@ -108,10 +108,11 @@ part = st.integers(min_value=0, max_value=10**12)
 def test_the_estimate_table_quotes_its_parts_and_the_error_with_its_sign(w, c, g, o, a, measured):
     est = gpus.MemoryEstimate(w, c, g, o, a)
     text = est.table(measured)
+    assert text.split()[:3] == ["part", "MiB", "share"]  # binary units, as the GiB of the fits table
     total = re.search(r"^estimate, total\s+(\S+)\s+100%$", text, re.M)
-    assert total and total[1] == f"{est.total / 1e6:,.1f}"
+    assert total and total[1] == f"{est.total / 2**20:,.1f}"
     for value in (w, c, g, o, a):
-        assert f"{value / 1e6:,.1f}" in text
+        assert f"{value / 2**20:,.1f}" in text
     if est.total == 0:
         assert "%" not in text.splitlines()[1]  # no share of nothing
     if measured:

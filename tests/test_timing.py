@@ -59,7 +59,12 @@ def test_gpu_peak_with_tf32_uses_the_tensor_core_figure_from_ampere_on():
     a100 = timing.gpu_peak("NVIDIA A100-SXM4-40GB", tf32=True)
     assert a100.gflops == pytest.approx(156000.0) and "TF32" in a100.peak_source
     assert timing.gpu_peak("Tesla T4", tf32=True).gflops == pytest.approx(8100.0)  # Turing: no TF32
-    l40s = timing.gpu_peak("NVIDIA L40S", tf32=True)  # the table has no TF32 figure for it
+    l40s = timing.gpu_peak("NVIDIA L40S", tf32=True)  # dense TF32, 183 TFLOP/s (NVIDIA L40S datasheet)
+    assert l40s.gflops == pytest.approx(183000.0) and "TF32" in l40s.peak_source
+    from helpers.data import load_gpu_specs
+
+    blank = [dict(r, tf32_tensor_tflops_dense=None) for r in load_gpu_specs()]  # a row without a TF32 figure
+    l40s = timing.gpu_peak("NVIDIA L40S", blank, tf32=True)
     assert l40s.gflops is None and "turn TF32 off" in l40s.peak_source
 
 

@@ -12,7 +12,7 @@ mistake gives exactly those answers and names it:
   card's GB, tells the bytes per GB and the share of the memory the function really uses, so a
   decimal GB, another fraction (0.85), a margin put on the job, or rounding to whole GB are named.
 * ``energy_kwh(images, images_per_s, watts)``: runs of several sizes; seconds for hours, watts for
-  kilowatts, integer division and rounding are told apart.
+  kilowatts, floor division (``//``) of the seconds, the hours or the kWh, and rounding are told apart.
 """
 
 from __future__ import annotations
@@ -41,9 +41,10 @@ FIT_CASES = [(15.0e9, 16), (16.0e9, 16), (17e9, 16), (37e9, 40), (45e9, 48), (70
              (9 * GIB, 10), (72 * GIB, 80), (77.31e9, 80)]  # exactly 90 % of 10 and 80 GB, then just above
 # Cards on which the check looks for the job size where the answer flips (the function's edge).
 FIT_PROBE_GB = (10, 16, 24, 40, 80, 141)
-# Made-up runs: (images, images per second, watts). The last: a run whose seconds are not whole.
+# Made-up runs: (images, images per second, watts). The fifth: a run whose seconds are not whole; the sixth:
+# 1.5 h at 700 W, where flooring the hours (0.7 kWh), the kWh (1) and both (0) give three different answers.
 ENERGY_CASES = [(2375 * 3600, 2375.0, 400.0), (1_000_000, 500.0, 70.0), (115_305_030, 1270.0, 300.0),
-                (10, 1.0, 1000.0), (1_000, 3.0, 250.0)]
+                (10, 1.0, 1000.0), (1_000, 3.0, 250.0), (5_400_000, 1000.0, 700.0)]
 
 
 def _not_a_function(answer: Any, signature: str) -> Feedback | None:
@@ -332,6 +333,15 @@ _ENERGY_RATIO_HINTS = {
 _ENERGY_VARIANTS: list[tuple[Callable[[float, float, float], float], str]] = [
     (lambda n, r, w: (n // r) / 3600 * w / 1000,
      "images // images_per_s drops the fraction of a second (integer division): use /."),
+    (lambda n, r, w: (n / r) // 3600 * w / 1000,
+     "you floor-divide the seconds by 3600 (// 3600, or int() of the hours), which keeps whole hours only: a run "
+     "of 1 h 59 min counts as 1 h and a run under an hour as 0. Use / for every division."),
+    (lambda n, r, w: ((n / r) // 3600 * w) // 1000,
+     "you floor-divide twice (// 3600 and // 1000), which keeps whole hours and whole kWh only: use / for every "
+     "division."),
+    (lambda n, r, w: (n / r / 3600 * w) // 1000,
+     "you truncate the result to 0 decimals (// 1000, or int() of the kWh, drops the fraction of a kWh): use / "
+     "and return it unrounded."),
     (lambda n, r, w: n * r / 3600 * w / 1000,
      "you multiply images by images_per_s: the run takes images / images_per_s seconds."),
     (lambda n, r, w: r / n / 3600 * w / 1000,

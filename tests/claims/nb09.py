@@ -117,6 +117,22 @@ def readings(run) -> None:
     v100 = r["run_cost"]["Tesla V100 SXM2"]["rate_source"]
     assert "V100 SXM2 16 GB" in v100 and "not this row's 32 GB card" in v100, v100
     assert not re.search(r"\bthe seed\b|\bseed's\b|grew from", text, re.I)
+    # The spec table gives every GPU with TF32 Tensor Cores (compute capability 8.0 and up, "yes" in the features
+    # table) its dense TF32 figure, and "-" only to the GPUs without them.
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("GPU ") and "TF32 TC" in line), None)
+    assert start is not None, "no spec table"
+    column = lines[start].index("TF32 TC")
+    rows = lines[start + 1:start + 1 + len(data.load_gpu_specs())]
+    for g, line in zip(data.load_gpu_specs(), rows, strict=True):
+        want = f"{g['tf32_tensor_tflops_dense']:g}" if g["compute_capability"] >= 8.0 else "-"
+        assert line.startswith(g["name"]) and line[column:].split()[0] == want, (line, want)
+    # The estimate tables count in MiB, binary as the GiB of the fits table, and quote the estimate recorded.
+    assert re.search(r"^part\s+MiB\s+share$", text, re.M) and not re.search(r"^part\s+MB\b", text, re.M)
+    totals = re.findall(r"^estimate, total\s+([\d,.]+)\s+100%$", text, re.M)
+    assert totals and totals[-1] == f"{r['estimated_bytes'] / 2**20:,.1f}", totals
+    # The fits reading points to the section that tells of NVIDIA's XLA run, by its name.
+    assert '(see "What the estimate leaves out" above)' in text and "see the list above" not in text
 
 
 def data_row(name: str) -> dict:

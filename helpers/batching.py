@@ -347,30 +347,35 @@ def predicted_max_batch(peaks: Mapping[Any, float], memory_bytes: float) -> int:
     return max(0, math.floor(largest + (memory_bytes - peak) / per_sample))
 
 
+MIB = 2**20  # bytes in a MiB: memory figures are in MiB, like the pretend device's cap and TF_CPU_BFC_MEM_LIMIT_IN_MB
+
+
 def memory_table(peaks: Mapping[Any, float]) -> str:
-    """Peak bytes per batch size, and the peak divided by the batch, as a text table.
+    """Peak bytes per batch size in MiB, and the peak divided by the batch in KiB, as a text table.
 
     Example:
-        >>> print(memory_table({32: 37e6, 512: 91e6}))
-        batch  peak (MB)  peak / batch (kB)
-        32     37.0       1156.2
-        512    91.0       177.7
+        >>> print(memory_table({32: 37 * 2**20, 512: 91 * 2**20}))
+        batch  peak (MiB)  peak / batch (KiB)
+        32     37.0        1184.0
+        512    91.0        182.0
     """
-    rows = [("batch", "peak (MB)", "peak / batch (kB)")]
-    rows += [(str(b), f"{p / 1e6:.1f}", f"{p / b / 1e3:.1f}") for b, p in _peaks(peaks)]
+    rows = [("batch", "peak (MiB)", "peak / batch (KiB)")]
+    rows += [(str(b), f"{p / MIB:.1f}", f"{p / b / 1024:.1f}") for b, p in _peaks(peaks)]
     return text_table(rows)
 
 
 def dips_note(peaks: Mapping[Any, float]) -> str:
     """A sentence on batch sizes whose peak is below the next smaller batch's, or '' when the peak never falls.
 
-    The rule: batch b is named when its peak is below the peak of the size before it. At small batches the
-    peak is mostly one fixed scratch buffer and the allocator's rounding of it, so which activations are
-    still live when that buffer is allocated decides the peak, and a larger batch can peak lower.
+    The rule: batch b is named when its peak is below the peak of the size before it. The figures it quotes
+    are those of :func:`memory_table` (MiB, one decimal), and the difference is taken between those printed
+    figures, so the sentence and the table agree; a dip that the table rounds away is said to be under 0.1 MiB.
+    At small batches the peak is mostly one fixed scratch buffer and the allocator's rounding of it, so which
+    activations are still live when that buffer is allocated decides the peak, and a larger batch can peak lower.
 
     Example:
-        >>> dips_note({32: 37.2e6, 64: 38.4e6, 128: 36.2e6, 256: 58.3e6})[:40]
-        'Batch 128 peaked 2.2 MB below batch 64: '
+        >>> dips_note({32: 37.2 * 2**20, 64: 38.4 * 2**20, 128: 36.2 * 2**20, 256: 58.3 * 2**20})[:65]
+        'Batch 128 peaked 2.2 MiB below batch 64 (36.2 against 38.4 MiB): '
         >>> dips_note({32: 37e6, 64: 40e6})
         ''
     """
@@ -379,20 +384,18 @@ def dips_note(peaks: Mapping[Any, float]) -> str:
             if p < p_prev]
     if not dips:
         return ""
-    parts = ", ".join(f"batch {b} peaked {_mb_below(p_prev, p)} MB below batch {b_prev}"
-                      for b_prev, p_prev, b, p in dips)
+    parts = ", ".join(_dip(b_prev, p_prev, b, p) for b_prev, p_prev, b, p in dips)
     return (parts[0].upper() + parts[1:] + ": at these sizes the peak is mostly a scratch buffer of fixed size "
             "and the allocator's rounding of it, and which activations are still held when that buffer is taken "
             "changes with the batch; the slope comes from the larger batches.")
 
 
-def _mb_below(higher: float, lower: float) -> str:
-    """``higher - lower`` in MB, with enough decimals that a real dip never prints as 0.0."""
-    gap = (higher - lower) / 1e6
-    for decimals in range(1, 7):
-        if round(gap, decimals) > 0:
-            return f"{gap:.{decimals}f}"
-    return f"{gap:.2g}"
+def _dip(b_prev: int, higher: float, b: int, lower: float) -> str:
+    """How far batch b's peak is below batch b_prev's, from the figures the table prints (MiB, one decimal)."""
+    high, low = f"{higher / MIB:.1f}", f"{lower / MIB:.1f}"
+    if high == low:
+        return f"batch {b} peaked under 0.1 MiB below batch {b_prev} (both {low} MiB in the table)"
+    return f"batch {b} peaked {float(high) - float(low):.1f} MiB below batch {b_prev} ({low} against {high} MiB)"
 
 
 def peak_parts_line(batch: int, peak: float, before: float, scratch: float, chunk: float) -> str:
@@ -400,24 +403,24 @@ def peak_parts_line(batch: int, peak: float, before: float, scratch: float, chun
 
     `before`: bytes in use before the step (measured); `scratch`: bytes a kernel asks for whatever the
     batch; `chunk`: bytes the allocator hands out for that request. The rest, ``peak - before - chunk``,
-    is what else was live at the peak. When the parts do not add up (the rest would be negative), the
+    is what else was live at the peak (figures in MiB). When the parts do not add up (the rest would be negative), the
     sentence says so instead of splitting the peak.
 
     Example:
-        >>> peak_parts_line(32, 35.06e6, 0.28e6, 21.19e6, 33.55e6)[:46]
-        'At batch 32 the peak was 35.06 MB: 0.28 MB was'
+        >>> peak_parts_line(32, 35.06e6, 0.28e6, 21.19e6, 33.55e6)[:48]
+        'At batch 32 the peak was 33.44 MiB: 0.27 MiB was'
     """
     for name, value in (("peak", peak), ("before", before), ("scratch", scratch), ("chunk", chunk)):
         if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise ValueError(f"{name}={value!r}: use a finite number of bytes >= 0.")
     rest = peak - before - chunk
-    head = f"At batch {batch} the peak was {peak / 1e6:.2f} MB: {before / 1e6:.2f} MB was in use before the step"
+    head = f"At batch {batch} the peak was {peak / MIB:.2f} MiB: {before / MIB:.2f} MiB was in use before the step"
     if rest < 0 or chunk < scratch:
-        return (head + f", and the {scratch / 1e6:.2f} MB scratch buffer in a {chunk / 1e6:.2f} MB chunk does not "
+        return (head + f", and the {scratch / MIB:.2f} MiB scratch buffer in a {chunk / MIB:.2f} MiB chunk does not "
                 "fit in the rest, so on this device something else holds the peak: the split below does not apply.")
-    return (head + f" (weights, momentum, the batch); the scratch buffer asks for {scratch / 1e6:.2f} MB and the "
-            f"allocator counts the {chunk / 1e6:.2f} MB chunk it gets, {(chunk - scratch) / 1e6:.2f} MB more; "
-            f"the other {rest / 1e6:.2f} MB are activations and gradients live at that moment.")
+    return (head + f" (weights, momentum, the batch); the scratch buffer asks for {scratch / MIB:.2f} MiB and the "
+            f"allocator counts the {chunk / MIB:.2f} MiB chunk it gets, {(chunk - scratch) / MIB:.2f} MiB more; "
+            f"the other {rest / MIB:.2f} MiB are activations and gradients live at that moment.")
 
 
 CPU_BFC_NAME = "bfc_cpu_allocator_for_gpu"

@@ -100,7 +100,7 @@ def test_predicted_max_batch_refuses_a_bad_memory_size(memory):
 
 # ---------------------------------------------------------------- tables and plots
 def test_memory_table_lists_every_batch_in_order():
-    lines = batching.memory_table({"512": 96.7e6, "32": 37e6}).splitlines()
+    lines = batching.memory_table({"512": 96.7 * 2**20, "32": 37 * 2**20}).splitlines()
     assert lines[0].split()[0] == "batch" and [ln.split()[0] for ln in lines[1:]] == ["32", "512"]
     assert "96.7" in lines[2]
 
@@ -115,7 +115,7 @@ def test_accuracy_table_shows_both_rules_and_the_difference():
 
 def test_plot_by_batch_draws_one_line_per_curve_on_a_log2_axis():
     ax = batching.plot_by_batch({"sweep": {32: 37e6, 512: 96e6}, "wall": {512: 96e6, 1024: 190e6}, "empty": {}},
-                                ylabel="peak MB", title="memory", scale=1e6)
+                                ylabel="peak MiB", title="memory", scale=1e6)
     assert len(ax.lines) == 3 and ax.get_xscale() == "log"
     assert list(ax.lines[1].get_ydata()) == [96.0, 190.0]
     ax = batching.plot_by_batch({"wall": {512: 96e6, 1024: 190e6}}, ylabel="", title="", wall=2048)
@@ -139,8 +139,10 @@ def test_plot_convergence_keeps_a_batch_size_the_same_colour_in_both_panels():
 
 
 def test_dips_note_names_each_batch_whose_peak_fell_and_is_silent_otherwise():
-    note = batching.dips_note({32: 37e6, 64: 39e6, 128: 36e6, 256: 50e6, 512: 49e6})
-    assert "Batch 128 peaked 3.0 MB below batch 64" in note and "batch 512 peaked 1.0 MB below batch 256" in note
+    mib = 2**20
+    note = batching.dips_note({32: 37 * mib, 64: 39 * mib, 128: 36 * mib, 256: 50 * mib, 512: 49 * mib})
+    assert "Batch 128 peaked 3.0 MiB below batch 64 (36.0 against 39.0 MiB)" in note
+    assert "batch 512 peaked 1.0 MiB below batch 256 (49.0 against 50.0 MiB)" in note
     assert batching.dips_note({32: 37e6, 64: 39e6, 128: 40e6}) == ""
 
 

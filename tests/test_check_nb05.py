@@ -44,6 +44,7 @@ def test_updates_in_budget_accepts_the_model_answer_and_numpy_ints():
 def test_updates_in_budget_refuses_a_float_count_naming_the_type(answer):
     fb = check.updates_in_budget(answer)
     assert not fb.ok and "Your values are right" in fb.message and "np.ceil" in fb.message, fb.message
+    assert "a NumPy integer passes too" in fb.message, fb.message  # the type rule and the hint agree
 
 
 def test_updates_in_budget_refuses_this_runs_constant():
@@ -75,10 +76,23 @@ def model_lr(step, base_lr, base_batch, batch, warmup_steps):
     return base_lr + (target - base_lr) * min(1.0, step / warmup_steps)
 
 
-def test_scaled_warmup_lr_accepts_the_model_answer_and_float32_results():
+def test_scaled_warmup_lr_accepts_the_model_answer():
     fb = check.scaled_warmup_lr(model_lr)
     assert fb.ok and "0.16" in fb.message
-    assert check.scaled_warmup_lr(lambda *a: np.float32(model_lr(*a))).ok  # float32 rounding is fine
+
+
+@pytest.mark.parametrize("convert, kind", [(np.float32, "numpy.float32"), (np.float64, "numpy.float64"),
+                                           (lambda v: np.array(v), "numpy.ndarray")])
+def test_scaled_warmup_lr_refuses_numpy_numbers_naming_the_type(convert, kind):
+    # the exercise asks for plain Python numbers: a NumPy scalar with the right value is refused, named
+    fb = check.scaled_warmup_lr(lambda *a: convert(model_lr(*a)))
+    assert not fb.ok and kind in fb.message and "plain Python number" in fb.message, fb.message
+
+
+def test_scaled_warmup_lr_refuses_a_tensor_naming_its_type():
+    tf = pytest.importorskip("tensorflow")
+    fb = check.scaled_warmup_lr(lambda *a: tf.constant(model_lr(*a)))
+    assert not fb.ok and "EagerTensor" in fb.message and "plain Python number" in fb.message, fb.message
 
 
 def test_scaled_warmup_lr_accepts_answers_written_otherwise():
@@ -149,7 +163,26 @@ def test_max_batch_that_fits_refuses_a_float_batch_naming_the_type(answer):
 
 def test_max_batch_that_fits_refuses_a_constant():
     fb = check.max_batch_that_fits(lambda b, f, m: 1024)
-    assert not fb.ok and "a 16 GB T4" in fb.message and "79,750" in fb.message
+    assert not fb.ok and "a 16 GB T4 training a made-up CNN" in fb.message and "79,750" in fb.message
+
+
+def test_max_batch_that_fits_calls_its_t4_job_made_up_not_this_notebooks_cnn():
+    # this notebook's CNN measured about 150 KiB per sample on the page; the check's job is its own, made up
+    for fb in (check.max_batch_that_fits(lambda b, f, m: 1024),
+               check.max_batch_that_fits(lambda b, f, m: max(0, (m - f) // b))):
+        assert "this notebook" not in fb.message and "made-up" in fb.message, fb.message
+
+
+def test_max_batch_that_fits_accepts_numpy_integers_and_says_they_pass():
+    assert check.max_batch_that_fits(lambda b, f, m: np.int64(max(0, (m - f) // b))).ok
+    fb = check.max_batch_that_fits(lambda b, f, m: float(max(0, (m - f) // b)))
+    assert not fb.ok and "a NumPy integer passes too" in fb.message, fb.message
+
+
+def test_max_batch_that_fits_refuses_one_when_less_than_a_sample_is_left():
+    # clamps at 1 only when the fixed part fits: wrong on the card with room for half a sample
+    fb = check.max_batch_that_fits(lambda b, f, m: max(1, (m - f) // b) if m > f else 0)
+    assert not fb.ok and "less than one sample" in fb.message and "return 0" in fb.message, fb.message
 
 
 @pytest.mark.parametrize("answer, hint", [
@@ -158,7 +191,7 @@ def test_max_batch_that_fits_refuses_a_constant():
     (lambda b, f, m: round((m - f) / b), "nearest batch"),
     (lambda b, f, m: math.ceil((m - f) / b), "rounded up"),
     (lambda b, f, m: (m - f) / b, "whole number"),
-    (lambda b, f, m: 2 ** int(math.log2((m - f) // b)) if m > f else 0, "power of two"),
+    (lambda b, f, m: 2 ** int(math.log2(n)) if (n := (m - f) // b) > 0 else 0, "power of two"),
     (lambda b, f, m: max(0, math.ceil((m - f) / b) - 1), "exactly"),
     (lambda b, f, m: max(1, (m - f) // b), "not max(1, ...)"),  # a clamp at the wrong value
     (lambda b, f, m: int((m - f) / b), "returns a negative batch"),  # int() truncates toward zero: -333, still negative

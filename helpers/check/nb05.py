@@ -52,7 +52,8 @@ _RAW: dict[str, list[Any]] = {}
 
 
 def _is_int(value: Any) -> bool:
-    """An int or a NumPy integer (what ``model.fit(batch_size=...)`` and ``range`` take), never a bool or a float."""
+    """A numbers.Integral: an int or a NumPy integer (``model.fit(batch_size=...)`` and ``range`` take both), never a
+    bool or a float."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
@@ -64,8 +65,8 @@ def _not_int(name: str, got: list[float], formula: Callable[..., float], cases: 
         return None
     if _same(got, formula, cases):
         return wrong(f"Your values are right, but {name} returned {bad!r} ({type(bad).__name__}): {what} is a whole "
-                     "number of type int. math.ceil, math.floor and // on ints return ints; np.ceil, np.floor and / "
-                     "return floats, so wrap those in int().")
+                     "number, an int (a NumPy integer passes too). math.ceil, math.floor and // on ints return ints; "
+                     "np.ceil, np.floor and / return floats, so wrap those in int().")
     return None
 
 
@@ -167,6 +168,12 @@ def scaled_warmup_lr(answer: Any) -> Feedback:
     got = _answers(answer, "scaled_warmup_lr", LR_CASES)
     if isinstance(got, Feedback):
         return got
+    if (bad := next((v for v in _RAW["scaled_warmup_lr"] if type(v) not in (int, float)), None)) is not None:
+        kind = f"{type(bad).__module__}.{type(bad).__name__}"
+        return wrong(f"scaled_warmup_lr returned {bad!r}, a {kind}: return a plain Python number (int or float). "
+                     "Python's min() and arithmetic on plain numbers give one; NumPy or TensorFlow functions "
+                     "(np.minimum, tf.minimum, tf.constant) give a NumPy scalar or a tensor, so use min() or wrap "
+                     "the result in float().")
     if _same(got, _lr, LR_CASES):
         return Feedback(True, f"Right on all {len(LR_CASES)} cases: for batch 512 from base 32 at 0.01, the rate "
                               f"climbs from 0.01 to {_lr(20, 0.01, 32, 512, 20):.2f} over the warm-up, then stays "
@@ -224,11 +231,12 @@ def scaled_warmup_lr(answer: Any) -> Feedback:
 
 # --------------------------------------------------------------------------- exercise 3
 GPUS = {  # made-up jobs: name -> (bytes_per_sample, fixed_bytes, memory_bytes)
-    "a 16 GB T4 training this notebook's CNN": (200_000, 50_000_000, 16_000_000_000),
+    "a 16 GB T4 training a made-up CNN": (200_000, 50_000_000, 16_000_000_000),
     "a 24 GB L4 training a larger CNN": (1_500_000, 2_000_000_000, 24_000_000_000),
     "an 80 GB A100 training a vision transformer": (12_000_000, 10_000_000_000, 80_000_000_000),
     "an 8 GB card whose memory is an exact multiple": (1_000_000, 1_000_000_000, 8_000_000_000),
     "a 4 GB laptop GPU with a model too large for it": (3_000_000, 5_000_000_000, 4_000_000_000),
+    "a card with room for the fixed part and half a sample": (2_000_000, 1_000_000_000, 1_001_000_000),
 }
 
 
@@ -256,9 +264,10 @@ def max_batch_that_fits(answer: Any) -> Feedback:
                                                                    "an int)")) is not None:
         return fb
     if _same(got, _fits, cases):
-        t4 = _fits(*GPUS["a 16 GB T4 training this notebook's CNN"])
-        return Feedback(True, f"Right on all {len(cases)} made-up GPUs, from the T4 ({t4:,} samples) to the laptop "
-                              "GPU where nothing fits (0). Real frameworks need some headroom on top: allocator "
+        t4 = _fits(*GPUS["a 16 GB T4 training a made-up CNN"])
+        return Feedback(True, f"Right on all {len(cases)} made-up GPUs and models, from the T4 with a made-up CNN "
+                              f"({t4:,} samples) to the laptop GPU and the card with room for half a sample, where "
+                              "no batch fits (0). Real frameworks need some headroom on top: allocator "
                               "fragmentation and scratch space, so stay below the prediction.")
 
     def power_of_two(b: float, f: float, m: float) -> float:
@@ -280,6 +289,10 @@ def max_batch_that_fits(answer: Any) -> Feedback:
                        "asks for the largest batch: round (memory - fixed) / per_sample down to a whole number."),
         (lambda b, f, m: max(0, math.ceil((m - f) / b) - 1),
          "On the 8 GB card the batch fills the memory exactly and still fits: use <=, not <."),
+        (lambda b, f, m: max(1, (m - f) // b) if m > f else 0,
+         "When the memory left after the fixed part is less than one sample (the card with room for half a sample), "
+         "your function returns 1; no batch fits there: return 0. Drop the max(1, ...): floor((memory - fixed) / "
+         "bytes_per_sample) is already 0 there."),
         (lambda b, f, m: max(1, (m - f) // b), "Your function returns 1 on the laptop GPU, where not even the fixed "
                                                "part fits: return 0 there, max(0, ...), not max(1, ...)."),
         (lambda b, f, m: int((m - f) / b), "Right on the GPUs where the model fits; on the laptop GPU the fixed part "

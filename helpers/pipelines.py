@@ -21,6 +21,7 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -305,34 +306,76 @@ def _rule(thresholds: tuple[float, float]) -> str:
             f"moderately input-bound from {_pct(low, thresholds)}")
 
 
-def _overlap(input_s: float, model_s: float, step_s: float, prefetch: bool, gpu_count: int) -> str:
-    """One sentence: did the input side and the model overlap, from where the step falls between max and sum?"""
-    longer, shorter, both = max(input_s, model_s), min(input_s, model_s), input_s + model_s
+def _ms_sum(*seconds: float) -> str:
+    """The sum of times as printed by :func:`_ms` (each rounded first), so that the sum matches the printed parts."""
+    total = sum(float(_ms(s)[:-3]) for s in seconds)
+    return f"{round(total, 6):g} ms"
+
+
+OVERLAP_RULE = ("we read the share of the shorter side hidden, (input + model - step) / shorter: below 1/3 means no "
+                "overlap, above 2/3 a full one, between a partial one, and a verdict that changes when each timing "
+                "moves by half its IQR is left open")
+
+
+def _hidden_class(input_s: float, model_s: float, step_s: float) -> str:
+    longer, shorter = max(input_s, model_s), min(input_s, model_s)
+    hidden = (input_s + model_s - step_s) / shorter
+    if step_s < 0.8 * longer:
+        return "shorter"
+    return "added" if hidden < 1 / 3 else "overlapped" if hidden > 2 / 3 else "partly"
+
+
+def _overlap(input_s: float, model_s: float, step_s: float, prefetch: bool, gpu_count: int,
+             iqrs: Sequence[float] = (0.0, 0.0, 0.0)) -> str:
+    """One sentence: did the input side and the model overlap, from where the step falls between max and sum?
+
+    The same half-IQR rule as the wait share: when moving each timing by half its IQR changes the
+    answer, the sentence says this run cannot tell.
+    """
+    longer, shorter = max(input_s, model_s), min(input_s, model_s)
+    both = _ms_sum(input_s, model_s)
     if step_s < 0.8 * longer:
         return (f"The step came out shorter than its longer side alone ({_ms(longer)}): the load on this machine "
                 "changed between the timings, so run the cell again for steadier figures.")
     if shorter < 0.1 * longer:
         return (f"Whether the two overlapped cannot be told here: the shorter side ({_ms(shorter)}) is under a tenth "
-                f"of the longer one, so the longer side alone ({_ms(longer)}) and input + model ({_ms(both)}) are "
+                f"of the longer one, so the longer side alone ({_ms(longer)}) and input + model ({both}) are "
                 "about the same step.")
-    hidden = min(1.0, max(0.0, (both - step_s) / shorter))
-    if not prefetch and hidden >= 1 / 3:
-        return (f"The step came out shorter than input + model ({_ms(both)}), though nothing in this pipeline "
-                "prepares the next batch in the background: the two ran one after the other, and the gap is most "
-                "likely the spread of timings on a busy machine (run the cell again for steadier figures).")
+    hidden = min(1.0, max(0.0, (input_s + model_s - step_s) / shorter))
+    classes = set()
+    for di in (-1, 1):
+        for dm in (-1, 1):
+            for ds in (-1, 1):
+                moved = [max(t + d * s / 2, t * 1e-6) for t, d, s in
+                         ((input_s, di, iqrs[0]), (model_s, dm, iqrs[1]), (step_s, ds, iqrs[2]))]
+                classes.add(_hidden_class(*moved))
+    classes.add(_hidden_class(input_s, model_s, step_s))
+    if not prefetch:  # nothing overlaps by design: the step should lie near input + model, within half the IQRs
+        if "added" in classes:
+            return (f"The step is close to input + model ({both}), not to the longer side alone ({_ms(longer)}): "
+                    f"{hidden:.0%} of the shorter side hidden, and no overlap lies within half the timings' IQRs "
+                    f"({OVERLAP_RULE}): the two ran one after the other, with no overlap.")
+        return (f"The step came out shorter than input + model ({both}) by {hidden:.0%} of the shorter side, beyond "
+                "half the timings' IQRs, though nothing in this pipeline prepares the next batch in the background: "
+                "the two ran one after the other, so the load on this machine changed between the timings (run the "
+                f"cell again for steadier figures; {OVERLAP_RULE}).")
+    if len(classes) > 1:
+        return (f"Whether the two overlapped cannot be told here: the step ({_ms(step_s)}) lies between the longer "
+                f"side alone ({_ms(longer)}) and input + model ({both}), with {hidden:.0%} of the shorter side hidden, "
+                f"but with each timing moved by half its IQR that share crosses 1/3 or 2/3 ({OVERLAP_RULE}).")
     if hidden < 1 / 3:
-        text = f"The step is close to input + model ({_ms(both)}), not to the longer side alone ({_ms(longer)}): "
-        if not prefetch:
-            return text + "the two ran one after the other, with no overlap."
+        text = (f"The step is close to input + model ({both}), not to the longer side alone ({_ms(longer)}), "
+                f"with {hidden:.0%} of the shorter side hidden ({OVERLAP_RULE}): ")
         if gpu_count:
             return text + "prefetch made the next batch in the background, yet the two sides' times still added up."
         return text + ("prefetch made the next batch in the background, but on the same CPU cores the model uses, "
                        "so the two sides' work still added up.")
     if hidden > 2 / 3:
-        return (f"The step is close to the longer side alone ({_ms(longer)}), not to input + model ({_ms(both)}): "
-                "preparing the next batch overlapped with training on this one.")
-    return (f"The step lies between the longer side alone ({_ms(longer)}) and input + model ({_ms(both)}): the two "
-            f"partly overlapped ({hidden:.0%} of the shorter side was hidden).")
+        return (f"The step is close to the longer side alone ({_ms(longer)}), not to input + model ({both}): "
+                f"preparing the next batch overlapped with training on this one ({hidden:.0%} of the shorter side "
+                f"hidden; {OVERLAP_RULE}).")
+    return (f"The step lies between the longer side alone ({_ms(longer)}) and input + model ({both}): the two "
+            f"partly overlapped ({hidden:.0%} of the shorter side was hidden; {OVERLAP_RULE}).")
 
 
 def bound_reading(input_s: float, model_s: float, step_s: float, gpu_count: int, name: str = "naive",
@@ -370,7 +413,7 @@ def bound_reading(input_s: float, model_s: float, step_s: float, gpu_count: int,
                 f"({_rule(thresholds)}). Run the cell again for steadier figures. ")
     text += (f"A batch takes {_ms(input_s)} to prepare and {_ms(model_s)} to train on, and one step of both took "
              f"{_ms(step_s)} (medians, measured on this {where}). ")
-    text += _overlap(input_s, model_s, step_s, prefetch, gpu_count) + " "
+    text += _overlap(input_s, model_s, step_s, prefetch, gpu_count, iqrs) + " "
     if not prefetch:
         return text + ("Without prefetch the step asks for its batch and waits while it is made, so the wait is "
                        "(step - model) / step.")
@@ -499,12 +542,16 @@ def variants_reading(images_per_s: Mapping[str, float], input_s: float, model_s:
 
 
 def profiler_reading(profiled: Mapping[str, float], timed: Mapping[str, float], *, thresholds: tuple[float, float],
-                     timed_ranges: Mapping[str, tuple[float, float]] | None = None) -> str:
+                     timed_ranges: Mapping[str, tuple[float, float]] | None = None,
+                     conclusions: Mapping[str, str] | None = None) -> str:
     """Set the profiler's share of each step spent waiting for input beside the one read from three timings.
 
     Both shares get their label by the same rule (:func:`wait_level` with the notebook's
     `thresholds`); the two ways agree when the labels do. `timed_ranges` holds the timings' share with
     each timing moved by half its IQR (:func:`wait_range`): a label that changes inside it cannot be told.
+    `conclusions` holds the profiler's own verdict lines; one that says "POTENTIALLY input-bound"
+    gets a sentence saying that this word counts the time xprof cannot attribute ('All Others', from
+    3 % of the step), not the wait for input that the comparison is about.
 
     Example:
         >>> profiler_reading({"naive": 0.82, "tuned": 0.003}, {"naive": 0.80, "tuned": 0.0},
@@ -554,14 +601,26 @@ def profiler_reading(profiled: Mapping[str, float], timed: Mapping[str, float], 
     if gap > 15:
         text += (f" The figures themselves differ by up to {gap:.0f} points: the profiler watched other steps, "
                  "at another moment of the machine's load, so read both as estimates.")
+    for k in names:
+        line = (conclusions or {}).get(k, "")
+        if "POTENTIALLY" in line:
+            found = re.search(r"(\d+(?:\.\d+)?)%", line)
+            other = f", {found.group(1)}% of the step here" if found else ""
+            text += (f" The profiler's own verdict calls the {k} pipeline POTENTIALLY input-bound: xprof writes that "
+                     f"when the time it cannot attribute ('All Others'{other}) reaches 3% of the step "
+                     "(kModeratelyAllOtherBoundThresholdInPercent), whatever the wait for input; the comparison "
+                     f"above is of the wait only, {pct(profiled[k])} of the step by the profiler's own count.")
     return text
 
 
-def placement_reading(rounds: Mapping[str, Sequence[float]], batch_size: int, gpu_count: int) -> str:
+def placement_reading(rounds: Mapping[str, Sequence[float]], batch_size: int, gpu_count: int,
+                      min_rounds: int = 5) -> str:
     """Read the in-model vs in-map comparison from the round medians of :func:`interleaved`.
 
     One placement is called faster only when it was faster in every round (the two ranges of round
-    medians do not overlap, :func:`separable`).
+    medians do not overlap, :func:`separable`) and there were at least `min_rounds` rounds: with no
+    real difference, one side wins every one of n rounds by chance with probability 2 x 0.5^n
+    (25 % for 3 rounds, 6 % for 5). The sentence states that rule.
 
     Example:
         >>> placement_reading({"in_model": [0.030, 0.034], "in_map": [0.031, 0.036]}, 128, gpu_count=0)[:44]
@@ -578,6 +637,8 @@ def placement_reading(rounds: Mapping[str, Sequence[float]], batch_size: int, gp
         raise ValueError("rounds must hold one time per round for both placements.")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size={batch_size!r}: use a positive integer.")
+    if isinstance(min_rounds, bool) or not isinstance(min_rounds, int) or min_rounds < 2:
+        raise ValueError(f"min_rounds={min_rounds!r}: use an integer >= 2.")
 
     def span(key: str) -> str:
         fast, slow = batch_size / min(rounds[key]), batch_size / max(rounds[key])
@@ -587,14 +648,23 @@ def placement_reading(rounds: Mapping[str, Sequence[float]], batch_size: int, gp
     text = f"In the model: {span('in_model')}; in dataset.map: {span('in_map')}, over {n} alternating rounds. "
     model, mapped = statistics.median(rounds["in_model"]), statistics.median(rounds["in_map"])
     ratio = _times(max(model, mapped) / min(model, mapped))
-    if separable(rounds["in_model"], rounds["in_map"]):
+    chance = 2 * 0.5 ** n
+    rule = (f"we call one placement faster only when it took less time in every one of at least {min_rounds} "
+            f"rounds: with no real difference, one side wins all of {n} rounds by chance {chance:.0%} of the time")
+    model_wins = sum(a < b for a, b in zip(rounds["in_model"], rounds["in_map"], strict=True))
+    map_wins = sum(b < a for a, b in zip(rounds["in_model"], rounds["in_map"], strict=True))
+    if separable(rounds["in_model"], rounds["in_map"]) and n >= min_rounds:
         faster = "in the model" if model < mapped else "in dataset.map"
-        text += f"Preprocessing {faster} was faster in every round ({ratio} by the medians). "
+        text += f"Preprocessing {faster} was faster in every round ({ratio} by the medians; {rule}). "
     else:
-        model_wins = sum(a < b for a, b in zip(rounds["in_model"], rounds["in_map"], strict=True))
-        map_wins = sum(b < a for a, b in zip(rounds["in_model"], rounds["in_map"], strict=True))
-        text += ("The ranges overlap, so on this machine the two placements are not separable: neither is faster in "
-                 f"every round. Round by round, in the model took less time in {model_wins} of {n} and in "
+        if separable(rounds["in_model"], rounds["in_map"]):
+            faster = "in the model" if model < mapped else "in dataset.map"
+            text += (f"Preprocessing {faster} took less time in all {n} rounds, but that is fewer than {min_rounds} "
+                     "rounds, so on this run the two placements are not separable")
+        else:
+            text += ("The ranges overlap, so on this machine the two placements are not separable: neither is faster "
+                     "in every round")
+        text += (f" ({rule}). Round by round, in the model took less time in {model_wins} of {n} and in "
                  f"dataset.map in {map_wins} of {n}; ")
         text += ("the medians are equal. " if model == mapped else
                  f"by the medians, {'in the model' if model < mapped else 'in dataset.map'} was ahead by {ratio}. ")

@@ -17,7 +17,7 @@ def model_bottleneck(input_s, compute_s):
 def test_bottleneck_model_answer_passes():
     fb = check.bottleneck(model_bottleneck)
     assert fb.ok, fb.message
-    assert check.bottleneck(lambda i, c: ["INPUT " if i > c else "Compute", max(0.0, 1 - c / i)]).ok
+    assert check.bottleneck(lambda i, c: ("input" if i > c else "compute", max(0.0, 1 - c / i))).ok
 
 
 def test_bottleneck_accepts_right_answers_written_otherwise():
@@ -45,6 +45,10 @@ def test_bottleneck_accepts_right_answers_written_otherwise():
     (lambda i, c: 1 / 0, "raised ZeroDivisionError"),
     (lambda i, c: ("compute" if i > c else "input", max(0.0, i - c) / max(i, c)), "swapped"),
     (lambda i, c: ("gpu" if i < c else "input", 0.0), "Name the side"),
+    # the side spelled otherwise, and a list instead of the tuple the task asks for
+    (lambda i, c: ("Input" if i > c else "Compute", max(0.0, i - c) / max(i, c)), "in lower case"),
+    (lambda i, c: ("INPUT " if i > c else "compute", max(0.0, i - c) / max(i, c)), "['INPUT ']"),
+    (lambda i, c: ["input" if i > c else "compute", max(0.0, i - c) / max(i, c)], "Return a tuple"),
     (lambda i, c: ("input" if i > c else "compute", 100 * max(0.0, i - c) / max(i, c)), "percentage"),
     (lambda i, c: ("input" if i > c else "compute", (i - c) / max(i, c)), "negative"),
     (lambda i, c: ("input" if i > c else "compute", max(0.0, (i - c) / c)), "divided the wait by the compute"),
@@ -79,9 +83,9 @@ def tuned(files, load, augment, batch_size):
 def test_build_pipeline_model_answer_and_variants_pass():
     assert check.build_pipeline(tuned).ok
 
-    def dropping(files, load, augment, batch_size):  # drop_remainder leaves out the last, partial batch only
-        return (files.map(load, num_parallel_calls=A).cache().shuffle(24).map(augment, num_parallel_calls=A)
-                .batch(batch_size, drop_remainder=True).prefetch(A))
+    def partial_shuffle(files, load, augment, batch_size):  # a small buffer: a new order each epoch, locally
+        return (files.map(load, num_parallel_calls=A).cache().shuffle(4).map(augment, num_parallel_calls=A)
+                .batch(batch_size).prefetch(A))
 
     def batch_then_cache(files, load, augment, batch_size):
         return files.map(load, num_parallel_calls=A).batch(batch_size).cache().shuffle(10) \
@@ -98,10 +102,16 @@ def test_build_pipeline_model_answer_and_variants_pass():
         return ds.batch(batch_size).prefetch(2)
 
     fixed_calls = _order("load_p4", "cache", "shuffle", "augment_p4", "batch", "prefetch")  # 4 calls: parallel too
-    for answer in (dropping, batch_then_cache, with_options, step_by_step, fixed_calls):
+    for answer in (partial_shuffle, batch_then_cache, with_options, step_by_step, fixed_calls):
         fb = check.build_pipeline(answer)
         assert fb.ok, (getattr(answer, "__name__", answer), fb.message)
         assert "every one of the 24 made-up files came out" in fb.message
+
+
+def test_build_pipeline_accepts_a_small_shuffle_buffer_and_says_so():
+    fb = check.build_pipeline(_order("load", "cache", "shuffle4", "augment", "batch", "prefetch"))
+    assert fb.ok and "Your shuffle buffer (4) is smaller than the 24 files" in fb.message, fb.message
+    assert "smaller than" not in check.build_pipeline(tuned).message
 
 
 def test_build_pipeline_success_message_counts_what_it_saw():
@@ -120,7 +130,10 @@ def _order(*steps):
                   "augment_p1": lambda d: d.map(augment, num_parallel_calls=1),
                   "load_p4": lambda d: d.map(load, num_parallel_calls=4),
                   "augment_p4": lambda d: d.map(augment, num_parallel_calls=4),
-                  "shuffle": lambda d: d.shuffle(100),
+                  "shuffle": lambda d: d.shuffle(100), "shuffle1": lambda d: d.shuffle(1),
+                  "shuffle4": lambda d: d.shuffle(4),
+                  "batch_drop": lambda d: d.batch(batch_size, drop_remainder=True),
+                  "rebatch": lambda d: d.batch(batch_size).unbatch().batch(batch_size),
                   "shuffle_once": lambda d: d.shuffle(100, reshuffle_each_iteration=False),
                   "cache": lambda d: d.cache(), "batch": lambda d: d.batch(batch_size),
                   "batch32": lambda d: d.batch(32),
@@ -163,6 +176,11 @@ def _files_take(n):
     (_order("skip2", "load", "cache", "shuffle", "augment", "batch", "prefetch"), "files 0, 1 never came out"),
     (_order("load", "odd", "cache", "shuffle", "augment", "batch", "prefetch"), "dropped 12 of the 24 files"),
     (_order("load", "cache", "dup", "augment", "batch", "prefetch"), "come out more than once"),
+    # drop_remainder leaves out the last, partial batch: the task keeps every file (batch 5 and 7 do not divide 24)
+    (_order("load", "cache", "shuffle", "augment", "batch_drop", "prefetch"), "leave drop_remainder out"),
+    # a shuffle with a buffer of one element changes nothing; batching twice around .unbatch() adds a serial map
+    (_order("load", "cache", "shuffle1", "augment", "batch", "prefetch"), "a buffer of 1 element"),
+    (_order("load", "cache", "shuffle", "augment", "rebatch", "prefetch"), "calls .unbatch()"),
     # num_parallel_calls=1 is a parallel map in name only
     (_order("load_p1", "cache", "augment_p1", "batch", "prefetch"), "num_parallel_calls=1"),
     (_order("load", "cache", "augment_p1", "batch", "prefetch"), "num_parallel_calls=1"),

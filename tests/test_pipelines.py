@@ -101,9 +101,15 @@ def test_bound_reading_always_says_whether_the_sides_overlapped():
     assert "overlapped with training" in overlapped and "so the GPU waited" not in overlapped
     assert overlapped.startswith("The tuned pipeline is input-bound: the GPU waited for input 63% of each step")
     partly = pipelines.bound_reading(0.10, 0.05, 0.125, gpu_count=0, name="tuned", prefetch=True, thresholds=TH)
-    assert "partly overlapped (50% of the shorter side was hidden)" in partly
-    no_prefetch = pipelines.bound_reading(0.10, 0.05, 0.125, gpu_count=0, thresholds=TH)  # the gap is noise
-    assert "one after the other" in no_prefetch and "spread of timings" in no_prefetch
+    assert "partly overlapped (50% of the shorter side was hidden; we read" in partly
+    no_prefetch = pipelines.bound_reading(0.10, 0.05, 0.125, gpu_count=0, thresholds=TH)  # beyond the IQRs (0)
+    assert "one after the other" in no_prefetch and "load on this machine changed" in no_prefetch
+    assert "beyond half the timings' IQRs" in no_prefetch
+    within = pipelines.bound_reading(0.10, 0.05, 0.125, gpu_count=0, thresholds=TH, iqrs=(0.01, 0.01, 0.04))
+    assert "one after the other" in within and "no overlap lies within half the timings' IQRs" in within
+    noisy_tuned = pipelines.bound_reading(0.10, 0.05, 0.125, gpu_count=0, prefetch=True, thresholds=TH,
+                                          iqrs=(0.01, 0.01, 0.04))
+    assert "cannot be told here" in noisy_tuned and "crosses 1/3 or 2/3" in noisy_tuned
     assert "partly overlapped" not in no_prefetch
     tiny = pipelines.bound_reading(0.142, 0.0041, 0.147, gpu_count=1, thresholds=TH)
     assert "cannot be told here" in tiny and "the GPU waited for input 97%" in tiny
@@ -177,11 +183,15 @@ def test_placement_reading_cpu_gpu_separability_and_round_by_round():
     assert "not separable" in cpu and "Without a GPU both placements run on the same CPU cores" in cpu
     assert "in the model took less time in 3 of 3 and in dataset.map in 0 of 3" in cpu
     assert "(median 2,133)" in cpu and "prefetch" in cpu and "was faster" not in cpu
-    apart = {"in_model": [0.0106, 0.0108], "in_map": [0.0162, 0.0171]}
+    apart = {"in_model": [0.0106, 0.0108, 0.0105, 0.0107, 0.0106], "in_map": [0.0162, 0.0171, 0.016, 0.017, 0.0165]}
     gpu = pipelines.placement_reading(apart, 128, gpu_count=1)
     assert "in the model was faster in every round" in gpu and "Here the model runs on the GPU" in gpu
-    slower = pipelines.placement_reading({"in_model": [0.02], "in_map": [0.01]}, 128, gpu_count=1)
-    assert "in dataset.map was faster" in slower
+    assert "at least 5 rounds" in gpu and "by chance 6% of the time" in gpu
+    few = pipelines.placement_reading({"in_model": [0.02] * 3, "in_map": [0.01] * 3}, 128, gpu_count=1)
+    assert "in dataset.map took less time in all 3 rounds, but that is fewer than 5 rounds" in few
+    assert "not separable" in few and "by chance 25% of the time" in few and "was faster" not in few
+    with pytest.raises(ValueError, match="min_rounds"):
+        pipelines.placement_reading(apart, 128, 0, min_rounds=1)
     with pytest.raises(ValueError, match="in_map"):
         pipelines.placement_reading({"in_model": [0.1]}, 128, 0)
     with pytest.raises(ValueError, match="one time per round"):

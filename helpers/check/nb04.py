@@ -89,7 +89,10 @@ def bottleneck(answer: Any) -> Feedback:
             return wrong(f"bottleneck({input_s}, {compute_s}) raised {type(err).__name__}: {err}")
         if out is None:
             return wrong("Your function returns None: end it with `return side, idle`.")
-        if not isinstance(out, (tuple, list)) or len(out) != 2:
+        if isinstance(out, list) and len(out) == 2:
+            return wrong(f"bottleneck({input_s}, {compute_s}) returned the list {out!r}. Return a tuple, as the task "
+                         "asks: `return side, idle` (no square brackets).")
+        if not isinstance(out, tuple) or len(out) != 2:
             return wrong(f"bottleneck({input_s}, {compute_s}) returned {out!r}. Return a pair: (side, idle_fraction).")
         got.append(tuple(out))
     if len({repr(g) for g in got}) == 1:
@@ -98,9 +101,13 @@ def bottleneck(answer: Any) -> Feedback:
     sides = [_expected(i, c)[0] for i, c in TIMINGS]
     if all(isinstance(g[1], str) and not isinstance(g[0], str) for g in got):
         return wrong(f"You returned {got[0]!r}: the pair goes the other way round, (side, idle_fraction).")
-    answered = [str(g[0]).strip().lower() if isinstance(g[0], str) else g[0] for g in got]
+    answered = [g[0] for g in got]
     if not all(isinstance(s, str) for s in answered):
         return wrong(f"The side should be the text 'input' or 'compute', not {type(got[0][0]).__name__}.")
+    near = sorted({s for s in answered if s not in ("input", "compute") and s.strip().lower() in ("input", "compute")})
+    if near:
+        return wrong(f"Spell the side exactly 'input' or 'compute', in lower case and without spaces (you returned "
+                     f"{near}): code that reads your answer compares the text as it is.")
     if set(answered) - {"input", "compute"}:
         other = sorted(set(answered) - {"input", "compute"})
         return wrong(f"Name the side 'input' or 'compute' (you returned {other}).")
@@ -199,6 +206,21 @@ def _method(class_name: str) -> str:
     return "." + class_name.strip("_").replace("Dataset", "").replace("Parallel", "").lower() + "()"
 
 
+def _drops_remainder(ds: Any) -> bool:
+    """Whether a .batch() in the pipeline has drop_remainder=True."""
+    for _ in range(50):
+        if ds is None:
+            return False
+        if "Batch" in type(ds).__name__:
+            try:
+                if bool(ds._drop_remainder):
+                    return True
+            except (AttributeError, TypeError, ValueError):
+                pass
+        ds = getattr(ds, "_input_dataset", None)
+    return False
+
+
 def _epoch(ds: Any, limit: int) -> tuple[list[Any], list[Any]] | Feedback:
     images, labels = [], []
     for element in ds.take(limit):
@@ -241,17 +263,22 @@ def _run(answer: Callable[..., Any], batch_size: int) -> Feedback | dict[str, An
         return wrong("Your pipeline is empty: start from `files` and keep every file.")
     if images[0].ndim == 3:
         return wrong("The elements are single images. Group them with .batch(batch_size).")
-    if images[0].shape[0] != batch_size:
-        return wrong(f"The first batch holds {images[0].shape[0]} images, but batch_size is {batch_size}. Use the "
+    largest = max(batch.shape[0] for batch in images)  # the partial batch may come first when batches are shuffled
+    if largest != batch_size:
+        return wrong(f"The largest batch holds {largest} images, but batch_size is {batch_size}. Use the "
                      "batch_size argument, not a fixed number.")
     seen = [int(v) for batch in labels for v in np.ravel(batch)]
     if len(seen) != len(set(seen)) or not set(seen) <= set(range(N_FILES)):
         return wrong(f"One epoch should hold each of the {N_FILES} files once; yours held {len(seen)} images with "
                      f"{len(set(seen))} different labels: some files come out more than once. Leave out "
                      ".repeat() and .concatenate().")
-    remainder = N_FILES % batch_size  # .batch(drop_remainder=True) may leave out the last, partial batch
+    remainder = N_FILES % batch_size  # batch_size does not divide N_FILES: the last batch is partial
     full = all(np.ravel(batch).size == batch_size for batch in labels)
-    if len(seen) != N_FILES and not (remainder and full and len(seen) == N_FILES - remainder):
+    if remainder and full and len(seen) == N_FILES - remainder and _drops_remainder(ds):
+        return wrong(f"Your pipeline dropped the last, partial batch: with batch_size={batch_size}, {remainder} of the "
+                     f"{N_FILES} files never came out. That is .batch(batch_size, drop_remainder=True); the task keeps "
+                     "every file, so leave drop_remainder out.")
+    if len(seen) != N_FILES:
         missing = sorted(set(range(N_FILES)) - set(seen))
         return wrong(f"Your pipeline dropped {len(missing)} of the {N_FILES} files (with batch_size={batch_size}, "
                      f"files {', '.join(map(str, missing[:8]))}{' ...' if len(missing) > 8 else ''} never came out): "
@@ -275,6 +302,10 @@ def _replay_hint(ds: Any, steps: list[str], shuffle: int | None) -> str:
             return start + ("Your shuffle has reshuffle_each_iteration=False: it keeps one order for every epoch. "
                             "Leave that argument out, so each epoch gets a new order.")
         layer = getattr(layer, "_input_dataset", None)
+    buffer = _shuffle_buffer(ds)
+    if buffer is not None and 0 <= buffer <= 1:
+        return start + (f"Your .shuffle() has a buffer of {buffer} element: it hands each element on as it comes, so "
+                        "the order never changes. Give it a buffer of many elements, such as the number of files.")
     maps = [i for i, n in enumerate(steps) if "Map" in n]
     if maps and shuffle < min(maps):
         return start + ("Your .shuffle() comes after .map(augment, ...): each image gets its draw first, and only "
@@ -283,12 +314,27 @@ def _replay_hint(ds: Any, steps: list[str], shuffle: int | None) -> str:
                     "images.")
 
 
+def _shuffle_buffer(ds: Any) -> int | None:
+    """The buffer size of the first .shuffle() in a pipeline, from the last step back (None: no shuffle)."""
+    for _ in range(50):
+        if ds is None:
+            return None
+        if "Shuffle" in type(ds).__name__:
+            try:
+                return int(ds._buffer_size)
+            except (AttributeError, TypeError, ValueError):
+                return None
+        ds = getattr(ds, "_input_dataset", None)
+    return None
+
+
 def build_pipeline(answer: Any) -> Feedback:
     """Exercise 04.2: ``build_pipeline(files, load, augment, batch_size)`` returns a tuned ``tf.data`` pipeline.
 
     The check runs it on 24 made-up files with its own ``load`` (which counts its calls) and a
-    random ``augment`` (which counts the images it sees), for two epochs and two batch sizes, then reads
-    the pipeline's steps: every file comes out once per epoch, load runs once per file (cache after
+    random ``augment`` (which counts the images it sees), for two epochs and two batch sizes
+    (5 and 7, neither divides 24), then reads the pipeline's steps: every file comes out once per
+    epoch (no file dropped, not even a partial last batch), load runs once per file (cache after
     load), augment runs once per image in every epoch (cache before the random step), both maps run
     in parallel (AUTOTUNE or more than one call), a shuffle after the cache and before augment gives
     each epoch other augmentations, and prefetch comes last. The check runs the pipeline on one
@@ -310,7 +356,7 @@ def build_pipeline(answer: Any) -> Feedback:
     import numpy as np
 
     runs = []
-    for batch_size in (5, 8):
+    for batch_size in (5, 7):  # neither divides the 24 files: every epoch ends with a partial batch
         run = _run(answer, batch_size)
         if isinstance(run, Feedback):
             return run
@@ -343,6 +389,9 @@ def build_pipeline(answer: Any) -> Feedback:
                      "more than once. Keep one .map(augment, ...), after the cache.")
     chain = run["chain"]
     steps = [n for n in chain if n != "_OptionsDataset"]
+    if "_UnbatchDataset" in steps:
+        return wrong("Your pipeline calls .unbatch(): it undoes a .batch() (and adds a map of its own that runs one "
+                     "element at a time). Batch once, with .batch(batch_size) after augment.")
     if "_MapDataset" in steps:
         return wrong("At least one map runs one element at a time. Give both maps "
                      "num_parallel_calls=tf.data.AUTOTUNE so several files are read and augmented at once.")
@@ -363,8 +412,12 @@ def build_pipeline(answer: Any) -> Feedback:
     same = [k for k in first if k in second and np.allclose(first[k], second[k])]
     if len(same) == len(first):
         return wrong(_replay_hint(run["dataset"], steps, shuffle))
+    buffer = _shuffle_buffer(run["dataset"])
+    note = ("" if buffer is None or buffer < 0 or buffer >= N_FILES else
+            f" Your shuffle buffer ({buffer}) is smaller than the {N_FILES} files: each epoch gets a new order, but an "
+            "element moves only a few places; a buffer as large as the dataset shuffles it fully.")
     return Feedback(True, f"Right: every one of the {N_FILES} made-up files came out in each epoch, load ran "
                           f"{run['calls']} times in 2 epochs (cached), augment ran once per image in each epoch, "
                           "and the second epoch gave the images other random changes (cache before the random step, "
                           "a new order each epoch); both maps run in parallel and prefetch comes last; the batch "
-                          "size follows the argument.")
+                          "size follows the argument." + note)

@@ -292,7 +292,8 @@ ABOVE = 1.1  # a rate at least this many times the largest arrays' rate "ran abo
 
 
 def async_reading(times: Mapping[str, Sequence[float]], synced: str, host_queue: Sequence[str] = (),
-                  device: str = "CPU") -> list[str]:
+                  device: str = "CPU", spreads: Mapping[str, float] | None = None,
+                  limit: float = BUSY_SPREAD) -> list[str]:
     """The reading of the asynchronous demo: each wait against its own naive reading, and what each one waited for.
 
     A naive reading counts as "too short" when the real time is at least ``TOO_SHORT`` (1.5) times
@@ -305,6 +306,10 @@ def async_reading(times: Mapping[str, Sequence[float]], synced: str, host_queue:
         host_queue: rows that wait only for TensorFlow's host-side queue (``context.async_wait()``),
             which on a GPU can return while kernels still run.
         device: ``"CPU"`` or ``"GPU"``: where the calls ran.
+        spreads: ``{wait: (max - min) / median}`` of each row's repeated waited times; a row above
+            `limit` (or NaN) is noisy: a noisy reference row is flagged as rough, and a host-queue row is
+            not compared with the reference when either is noisy (noise may explain the gap).
+        limit: the largest spread still called steady (the notebook shows it as a named constant).
 
     Example:
         >>> async_reading({"sync": (0.001, 0.05), "numpy": (0.01, 0.05)}, synced="sync")[1][:72]
@@ -319,6 +324,9 @@ def async_reading(times: Mapping[str, Sequence[float]], synced: str, host_queue:
                          "synced is the row that waits for the device, not one of host_queue.")
     if device not in ("CPU", "GPU"):
         raise ValueError(f"device={device!r}: use 'CPU' or 'GPU'.")
+    if not (isinstance(limit, (int, float)) and math.isfinite(limit) and limit > 0):
+        raise ValueError(f"limit={limit!r}: use a positive share, such as 0.5 for 50%.")
+    noisy = {wait: s for wait, s in (spreads or {}).items() if wait in times and not s <= limit}
     naive, waited = times[synced]
     waiting = {wait: w / n for wait, (n, w) in times.items() if wait not in host_queue}
     naives = [n for n, _ in times.values()]
@@ -327,8 +335,11 @@ def async_reading(times: Mapping[str, Sequence[float]], synced: str, host_queue:
                f"only {ratio:,.2f}x shorter (less than {TOO_SHORT}x): here the calls had nearly finished when they "
                "returned")
     short = [wait for wait, r in waiting.items() if r < TOO_SHORT]
+    flag = (f" The {synced} repeats spread {noisy[synced]:.0%} of their median (above {limit:.0%}): the machine was "
+            "busy while they ran, so read these times as rough and rerun the cell for steadier ones."
+            if synced in noisy else "")
     lines = [f"Reading: the naive timer read {naive * 1e3:.3g} ms for work that took {waited * 1e3:,.0f} ms "
-             f"({synced}): {verdict}.",
+             f"({synced}): {verdict}.{flag}",
              f"After each wait for the device the clock read {min(waiting.values()):,.0f}x to "
              f"{max(waiting.values()):,.0f}x its own naive reading ("
              + ", ".join(f"{wait}: {r:,.0f}x" for wait, r in waiting.items()) + ")"
@@ -338,6 +349,12 @@ def async_reading(times: Mapping[str, Sequence[float]], synced: str, host_queue:
     for wait in host_queue:
         host = times[wait][1]
         read = f"{wait} read {host * 1e3:,.1f} ms against {waited * 1e3:,.1f} ms for {synced}"
+        if noisy.keys() & {wait, synced}:  # a gap between noisy rows may be the noise, not the wait
+            spreads_read = _and([f"{noisy[w]:.0%} ({w})" for w in (wait, synced) if w in noisy])
+            lines.append(f"{read}, but the repeats spread {spreads_read} of their median (above {limit:.0%}): too "
+                         "noisy to compare, as the machine was busy while they ran; rerun the cell. It waits only for "
+                         "TensorFlow's host-side queue of pending ops.")
+            continue
         if device == "CPU":
             why = ("on a CPU that queue runs the ops themselves, so an empty queue means finished work. On a GPU it "
                    "empties once the kernels are queued on the GPU, which may still be running them.")
@@ -362,8 +379,8 @@ def noise_reading(spreads: Mapping[str, float], curves: Mapping[str, Mapping[int
 
     Args:
         spreads: ``{label: IQR / median}`` of some timings; NaN (no spread measured) counts as noisy.
-        curves: ``{label: {size: rate}}``; a larger size that reaches less than 80% of a smaller size's
-            rate is flagged, since more work per call should run at least as fast.
+        curves: ``{label: {size: rate}}``; every larger size that reaches less than 80% of a smaller
+            size's rate is flagged, since more work per call should run at least as fast.
         limit: the largest spread still called steady (the notebook shows it as a named constant).
 
     Example:
@@ -380,9 +397,8 @@ def noise_reading(spreads: Mapping[str, float], curves: Mapping[str, Mapping[int
         sizes = sorted(curve, key=int)
         for i, n in enumerate(sizes[1:], 1):
             before = max(curve[m] for m in sizes[:i])
-            if curve[n] < FALL * before:
+            if curve[n] < FALL * before:  # every size that falls, not only the first
                 falling.append(f"{label} at n = {n} ({curve[n]:,.0f}, down from {before:,.0f}; below {FALL:.0%})")
-                break
     if not noisy and not falling:
         return (f"Noise: every spread is within {limit:.0%} of its median" + (
             " and no curve falls at larger sizes" if curves else "") + ", so these medians are steady enough to "
@@ -520,6 +536,10 @@ def sweep_reading(label: str, gflops: Mapping[int, float], peak: float | None,
     return text
 
 
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1e6:,.0f} µs" if seconds < 1e-3 else f"{seconds * 1e3:,.3g} ms"
+
+
 def _mib(nbytes: float) -> str:
     return f"{nbytes / 2**20:,.4g}"
 
@@ -535,7 +555,8 @@ def roofline_reading(device: str, peak: float, bandwidth: float | None, add_gb_s
 
     The cache test compares each size's **working set** (all `arrays` arrays ``a + b`` touches, see
     :func:`working_set_bytes`) with `cache_bytes`; a size "ran above" the largest arrays' rate when
-    it reached at least ``ABOVE`` (1.1) times it.
+    it reached at least ``ABOVE`` (1.1) times it, and "ran slower" when it stayed below it (then the
+    sentence gives the time of one call: the bytes it moved over its rate).
 
     Args:
         device: ``"CPU"`` or ``"GPU"``.
@@ -590,10 +611,18 @@ def roofline_reading(device: str, peak: float, bandwidth: float | None, add_gb_s
             text += (f" Arrays whose working set fits the cache can run above it, as the "
                      f"{_and([_mib(each[s]) for s in in_cache])} MiB ones did here (working set{plural} "
                      f"{_and([_mib(ws[s]) for s in in_cache])} MiB; at least {ABOVE}x the last rate).")
-        elif fits:
-            text += (f" The sizes whose working set fits the cache ({_and([_mib(ws[s]) for s in fits])} MiB) ran no "
-                     f"more than {ABOVE}x that rate here.")
-        else:
+        slower = [side for side in fits if side not in above and rate[side] < last]
+        level = [side for side in fits if side not in above and side not in slower]
+        if level:
+            text += (f" The {_and([_mib(each[s]) for s in level])} MiB ones, whose working set fits the cache "
+                     f"({_and([_mib(ws[s]) for s in level])} MiB), ran within {ABOVE}x that rate here.")
+        if slower:
+            text += (f" The {_and([_mib(each[s]) for s in slower])} MiB ones ran slower than that although their "
+                     f"working set fits the cache ({_and([f'{rate[s]:,.1f} GB/s' for s in slower])}): a call on them "
+                     f"took {_and([_duration(ws[s] / (rate[s] * 1e9)) for s in slower])}, and on arrays that small "
+                     "the fixed cost of each call (dispatching the op, starting threads) can outweigh the faster "
+                     "cache.")
+        if not fits:
             text += " No size's working set fits the cache here."
         if beyond:
             text += (f" The {_and([_mib(each[s]) for s in beyond])} MiB ones ran above it too although their working "
@@ -653,38 +682,48 @@ def closing_note(r: Mapping[str, Any]) -> list[str]:
     """The numbers this run measured, one line each, from the notebook's results.
 
     A matmul rate is headlined only from rows whose spread (``r["matmul_spread"]``, IQR / median) is
-    at most ``r["noise_limit"]`` (default ``BUSY_SPREAD``); without spreads every row counts.
+    at most ``r["noise_limit"]`` (default ``BUSY_SPREAD``); without spreads every row counts. The
+    copy times are not read when a spread (``numpy_input_spread``, ``device_input_spread`` in
+    ``r["copy_s"]``) is above it, and the asynchronous times are called rough when
+    ``r["synced_spread"]`` is.
 
     Example:
         >>> closing_note({"dispatch_only_s": 0.002, "synced_s": 1.0})[0]
         'Asynchronous execution: the naive timer read 2 ms for work that took 1,000 ms (500x too short).'
     """
     lines = []
+    limit = r.get("noise_limit", BUSY_SPREAD)
     if "dispatch_only_s" in r and "synced_s" in r:
         d, s = r["dispatch_only_s"], r["synced_s"]
         verdict = f"{s / d:,.0f}x too short" if s / d >= TOO_SHORT else f"only {s / d:,.2f}x shorter"
+        noisy = not r.get("synced_spread", 0.0) <= limit
         lines.append(f"Asynchronous execution: the naive timer read {d * 1e3:.3g} ms for work that took "
-                     f"{s * 1e3:,.0f} ms ({verdict}).")
+                     f"{s * 1e3:,.0f} ms ({verdict})" + (f"; rough: its repeats spread {r['synced_spread']:.0%}, "
+                                                          f"above {limit:.0%}." if noisy else "."))
     if "first_call_s" in r and "steady_call_s" in r:
         lines.append(f"First call: {r['first_call_s'] * 1e3:,.0f} ms against {r['steady_call_s'] * 1e3:.3g} ms "
                      f"once warm ({r['first_call_s'] / r['steady_call_s']:,.0f}x).")
     if "copy_s" in r:
         c = r["copy_s"]
-        lines.append(f"Host-to-device copies: {c['numpy_input'] * 1e3:.3g} ms with a NumPy input against "
-                     f"{c['device_input'] * 1e3:.3g} ms with a tensor already on {c['device']}.")
-    limit = r.get("noise_limit", BUSY_SPREAD)
+        spreads = [c.get("numpy_input_spread", 0.0), c.get("device_input_spread", 0.0)]
+        if all(x <= limit for x in spreads):
+            lines.append(f"Host-to-device copies: {c['numpy_input'] * 1e3:.3g} ms with a NumPy input against "
+                         f"{c['device_input'] * 1e3:.3g} ms with a tensor already on {c['device']}.")
+        else:
+            lines.append(f"Host-to-device copies: not read, a spread above {limit:.0%} "
+                         f"({', '.join(f'{x:.0%}' for x in spreads)}); rerun that cell.")
     for device, by_size in r.get("matmul_gflops", {}).items():
         spreads = r.get("matmul_spread", {}).get(device)
         steady = steady_rates(by_size, spreads, limit)
         if not steady:
-            lines.append(f"Matmul on {device}: no size was steady enough to headline (every spread above "
+            lines.append(f"Matmul on {device} (TensorFlow): no size was steady enough to headline (every spread above "
                          f"{limit:.0%}).")
             continue
         n, g = max(((int(k), v) for k, v in steady.items()), key=lambda kv: kv[1])
         peak = r.get("peak_gflops", {}).get(device)
         share = f", {g / peak:.0%} of its peak {peak:,.0f}" if peak else ""
         note = f", among the sizes with a spread within {limit:.0%}" if len(steady) < len(by_size) else ""
-        lines.append(f"Matmul on {device}: at best {g:,.0f} GFLOP/s (n = {n}){share}{note}.")
+        lines.append(f"Matmul on {device} (TensorFlow): at best {g:,.0f} GFLOP/s (n = {n}){share}{note}.")
     for device, conv in r.get("conv_gflops", {}).items():
         lines.append(f"Conv2D on {device}: forward {conv['forward']:,.0f} GFLOP/s, forward + backward "
                      f"{conv['fwd_bwd']:,.0f} GFLOP/s.")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 import time
+from unittest import mock
 
 import pytest
 
@@ -213,13 +215,72 @@ def test_time_it_explains_mistakes(answer, hint):
     assert not fb.ok and hint in fb.message, fb.message
 
 
-def test_fake_async_op_returns_at_once_and_its_result_waits():
+def test_fake_async_op_returns_once_queued_and_its_result_waits():
     op = check.FakeAsyncOp(0.1)
     start = time.perf_counter()
     result = op()
-    assert time.perf_counter() - start < 0.05
+    returned = time.perf_counter() - start
+    assert check.QUEUE_SHARE * 0.1 <= returned < 0.09  # queuing takes time, the work goes on after the call
     result.numpy()
-    assert time.perf_counter() - start >= 0.09 and op.calls == 1
+    assert time.perf_counter() - start >= 0.1 and op.calls == 1
+
+
+def test_time_it_accepts_helpers_bench_synchronize_without_tensorflow():
+    # The exercise text offers helpers.bench.synchronize(); the fake op honours it even where TensorFlow is
+    # not imported (there the real one does nothing).
+    with mock.patch.dict(sys.modules, {"tensorflow": None}):
+        fb = check.time_it(_waits_with_synchronize)
+        fb_loop = check.time_it(_waits_with_device_sync)
+    assert fb.ok, fb.message
+    assert fb_loop.ok, fb_loop.message
+
+
+def _waits_with_device_sync(fn):
+    sync = bench.device_sync()
+    begin = time.perf_counter()
+    fn()
+    sync()
+    return time.perf_counter() - begin
+
+
+def _starts_after_the_call_returns(fn):
+    result = fn()
+    start = time.perf_counter()
+    result.numpy()
+    return time.perf_counter() - start
+
+
+def _rounded_to(decimals):
+    def timer(fn):
+        start = time.perf_counter()
+        fn().numpy()
+        return round(time.perf_counter() - start, decimals)
+
+    return timer
+
+
+def _three_significant_digits(fn):
+    start = time.perf_counter()
+    fn().numpy()
+    return float(f"{time.perf_counter() - start:.3g}")
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (_starts_after_the_call_returns, "started the clock after `fn()` returned"),
+    (_rounded_to(1), "measured times rounded"),
+    (_rounded_to(2), "measured times rounded"),
+    (_rounded_to(3), "measured times rounded"),
+    (_three_significant_digits, "measured times rounded"),
+])
+def test_time_it_refuses_a_late_start_and_rounding(answer, hint):
+    fb = check.time_it(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+def test_both_checks_use_one_rounding_rule():
+    assert check._rounded(0.3, 0.25123) and check._looks_rounded(0.3)  # 1 decimal, as exercise 1 refuses
+    assert check._rounded(0.251, 0.25123) and check._looks_rounded(0.251)
+    assert not check._looks_rounded(0.2512345678912345)
 
 
 def test_time_it_restores_tensorflow_after_the_check():

@@ -54,8 +54,8 @@ def test_sweep_reading_does_not_headline_a_row_the_noise_line_flagged():
     closing = timing.closing_note({"matmul_gflops": {"CPU": {"128": 20.0, "512": 38.0, "2048": 49.0}},
                                    "matmul_spread": {"CPU": {"128": 0.1, "512": 0.2, "2048": 14.36}},
                                    "peak_gflops": {"CPU": 80.0}})
-    assert closing == ["Matmul on CPU: at best 38 GFLOP/s (n = 512), 48% of its peak 80, among the sizes with a "
-                       "spread within 50%."]
+    assert closing == ["Matmul on CPU (TensorFlow): at best 38 GFLOP/s (n = 512), 48% of its peak 80, among the sizes "
+                       "with a spread within 50%."]
 
 
 def test_published_figures_carry_their_sources_and_say_what_804_percent_means():
@@ -176,7 +176,7 @@ def test_closing_note_headlines_the_fastest_steady_matmul(sweep, lim, peak):
     if not steady:
         assert "no size was steady enough" in line
         return
-    match = re.match(r"Matmul on CPU: at best ([\d,]+) GFLOP/s \(n = (\d+)\)", line)
+    match = re.match(r"Matmul on CPU \(TensorFlow\): at best ([\d,]+) GFLOP/s \(n = (\d+)\)", line)
     assert int(match.group(2)) in steady and match.group(1) == f"{max(rates[n] for n in steady):,.0f}"
 
 
@@ -271,3 +271,123 @@ def test_bound_peak_always_bounds_the_fastest_and_says_so_only_when_it_raised_it
     assert bound >= fastest
     assert ("Raised to the fastest" in source) == (peak is not None and fastest > peak)
     assert ("stands in" in source) == (peak is None)
+
+
+# ---------------------------------------------------------------- the learner-run review (issue 16 follow-up)
+def test_roofline_reading_says_cached_sizes_ran_slower_when_they_did():
+    # 03 printed "The sizes whose working set fits the cache (3 and 12 MiB) ran no more than 1.1x that rate"
+    # beside 28.2 and 20.1 GB/s against 40.7 GB/s on the largest arrays: slower, not about as fast.
+    lines = timing.roofline_reading("CPU", 573.0, 40.7, {512: 28.2, 1024: 20.1, 2048: 39.0, 4096: 40.7}, 2048, 200.0,
+                                    32 * 2**20)
+    assert "The 1 and 4 MiB ones ran slower than that although their working set fits the cache (28.2 GB/s and " \
+           "20.1 GB/s)" in lines[1]
+    assert "a call on them took 112 µs and 626 µs" in lines[1] and "fixed cost of each call" in lines[1]
+    assert "no more than" not in lines[1]
+
+
+@given(rates=st.lists(rate, min_size=2, max_size=5), cache_mib=st.sampled_from([1, 8, 32, 1024]),
+       equal=st.booleans())
+def test_roofline_reading_never_calls_a_slower_cached_size_about_as_fast(rates, cache_mib, equal):
+    sides = SIDES[2:2 + len(rates)]
+    gbs = {side: (rates[-1] if equal else r) for side, r in zip(sides, rates, strict=True)}
+    cache = cache_mib * 2**20
+    text = timing.roofline_reading("CPU", 300.0, gbs[sides[-1]], gbs, 1024, 100.0, cache)[1]
+    last = gbs[sides[-1]]
+    if timing.working_set_bytes(sides[-1]) <= cache:
+        return  # the last size fits: no comparison with main memory's rate
+    fits = [s for s in sides if timing.working_set_bytes(s) <= cache]
+    slower = [s for s in fits if gbs[s] < last]
+    named = re.search(r"The ([\d., and]+) MiB ones ran slower than that", text)
+    named_mib = re.findall(r"[\d.]+", named.group(1)) if named else []
+    assert named_mib == [f"{4 * s**2 / 2**20:,.4g}" for s in slower], (text, gbs)
+    for s in slower:
+        assert f"{gbs[s]:,.1f} GB/s" in text
+        assert timing._duration(timing.working_set_bytes(s) / (gbs[s] * 1e9)) in text
+    within = re.search(r"The ([\d., and]+) MiB ones, whose working set fits the cache .*?ran within", text)
+    for mib in (re.findall(r"[\d.]+", within.group(1)) if within else []):
+        side = next(s for s in sides if f"{4 * s**2 / 2**20:,.4g}" == mib)
+        assert last <= gbs[side] < timing.ABOVE * last, (text, gbs)
+
+
+@given(sweep=sweeps(min_size=2), lim=limit)
+def test_every_fall_the_sweep_reading_points_to_is_on_the_noise_line(sweep, lim):
+    # 03 printed "At n = 2048 it falls back to 82 GFLOP/s ... see the noise line" while the noise line named
+    # only n = 512 of that curve: the noise line now lists every size whose rate falls.
+    rates, spreads = sweep
+    text = timing.sweep_reading("NumPy", rates, None, spreads, lim)
+    noise = timing.noise_reading({}, {"NumPy": rates})
+    fell = re.search(r"At n = (\d+) it falls back to", text)
+    if fell:
+        assert f"NumPy at n = {fell.group(1)} (" in noise, (text, noise)
+    for i, n in enumerate(sorted(rates)[1:], 1):
+        if rates[n] < timing.FALL * max(rates[m] for m in sorted(rates)[:i]):
+            assert f"NumPy at n = {n} (" in noise
+        else:
+            assert f"NumPy at n = {n} (" not in noise
+
+
+def test_noise_reading_names_every_size_whose_rate_falls():
+    text = timing.noise_reading({}, {"NumPy (CPU)": {256: 252.0, 512: 11.0, 1024: 240.0, 2048: 82.0}})
+    assert "NumPy (CPU) at n = 512 (11, down from 252" in text and "NumPy (CPU) at n = 2048 (82, down from 252" in text
+
+
+SYNC, HOST_ROW = "sync_devices()", "context.async_wait() (host queue only)"
+
+
+def test_async_reading_flags_a_noisy_host_queue_row_on_a_cpu_instead_of_reading_it():
+    # 03 printed async_wait 722 ms against 1,410 ms for sync_devices() for the same ten matmuls on a CPU,
+    # beside "on a CPU that queue runs the ops themselves": a gap the repeats' spread shows to be noise.
+    times = {SYNC: (0.002, 1.410), HOST_ROW: (0.007, 0.722)}
+    lines = timing.async_reading(times, SYNC, [HOST_ROW], spreads={SYNC: 0.1, HOST_ROW: 0.9}, limit=0.5)
+    assert "the repeats spread 90% (context.async_wait() (host queue only)) of their median (above 50%): too " \
+           "noisy to compare" in " ".join(lines)
+    quiet = timing.async_reading(times, SYNC, [HOST_ROW], spreads={SYNC: 0.1, HOST_ROW: 0.1}, limit=0.5)
+    assert "too noisy" not in " ".join(quiet)
+
+
+@given(spreads=st.lists(spread, min_size=3, max_size=3), lim=limit, device=st.sampled_from(["CPU", "GPU"]),
+       factor=st.floats(min_value=0.1, max_value=1.0))
+def test_async_reading_reads_no_row_the_spread_flags(spreads, lim, device, factor):
+    times = {SYNC: (0.001, 1.0), ".numpy()": (0.001, 1.1), HOST_ROW: (0.001, max(0.001, factor))}
+    given_spreads = dict(zip(times, spreads, strict=True))
+    lines = timing.async_reading(times, SYNC, [HOST_ROW], device=device, spreads=given_spreads, limit=lim)
+    text = " ".join(lines)
+    assert "too short" in lines[0] and "its own naive reading" in lines[1]
+    noisy_sync, noisy_host = not given_spreads[SYNC] <= lim, not given_spreads[HOST_ROW] <= lim
+    assert ("read these times as rough" in lines[0]) == noisy_sync
+    if noisy_sync:
+        assert f"spread {given_spreads[SYNC]:.0%} of their median (above {lim:.0%})" in lines[0]
+    assert ("too noisy to compare" in text) == (noisy_sync or noisy_host)
+    if noisy_sync or noisy_host:
+        assert "so an empty queue means finished work" not in text and "still running them" not in text
+
+
+def test_the_page_states_the_calls_per_wait_rule_benchmark_uses():
+    # The review read the page's rule ("enough calls that the wait is at most 5% of the batch") against the
+    # table's per-call time and the wait measured on the page (58.8 µs and 18.8 µs: 7 calls), while the row held
+    # 3: benchmark applies the rule to its own estimates, one warm-up call and the fastest of three idle waits.
+    import json
+    from pathlib import Path
+
+    from helpers import bench
+
+    assert bench.calls_for(call_s=58.8e-6, sync_s=18.8e-6) == 7  # the rule itself, on the review's numbers
+    nb = json.loads((Path(__file__).parents[1] / "notebooks" / "03_cpu_vs_gpu_timing.ipynb").read_text())
+    page = " ".join("".join(c["source"]) for c in nb["cells"]).replace("\n", " ")
+    assert f"at most {bench.SYNC_SHARE:.0%} of the batch" in page
+    assert "**last warm-up call**" in page and "**fastest of three waits**" in page
+    assert "the fastest of three idle waits" in page  # the printout beside the measured wait says so too
+
+
+@given(numpy_spread=spread, device_spread=spread, synced_spread=spread, lim=limit)
+def test_closing_note_reads_no_copy_or_async_time_flagged_noisy(numpy_spread, device_spread, synced_spread, lim):
+    # 03's closing note quoted "1.93 ms with a tensor already on /CPU:0" from a row whose spread (146%) the
+    # copy cell had flagged.
+    r = {"noise_limit": lim, "dispatch_only_s": 0.001, "synced_s": 1.0, "synced_spread": synced_spread,
+         "copy_s": {"device": "/CPU:0", "numpy_input": 0.0199, "device_input": 0.00193,
+                    "numpy_input_spread": numpy_spread, "device_input_spread": device_spread}}
+    async_line, copy_line = timing.closing_note(r)
+    copy_noisy = not (numpy_spread <= lim and device_spread <= lim)
+    assert ("not read" in copy_line) == copy_noisy
+    assert ("1.93 ms" in copy_line) == (not copy_noisy)
+    assert ("rough" in async_line) == (not synced_spread <= lim)

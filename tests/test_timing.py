@@ -158,7 +158,7 @@ def test_closing_note_covers_every_measurement_of_a_gpu_run():
     lines = timing.closing_note(GPU_RUN | {"resnet50_images_per_s": 233.0, "resnet50_batch": 4})
     text = "\n".join(lines)
     assert "34x too short" in text
-    assert "Matmul on GPU: at best 4,403 GFLOP/s (n = 2048), 54% of its peak 8,100." in text
+    assert "Matmul on GPU (TensorFlow): at best 4,403 GFLOP/s (n = 2048), 54% of its peak 8,100." in text
     assert "the GPU ran it 5.16x as fast as the CPU (faster), against 13.76x published in a blog post" in text
     assert "a T4 measured by NVIDIA: 289 images/s at batch 4" in text
     assert timing.closing_note({}) == []

@@ -25,10 +25,22 @@ __all__ = ["gflops", "time_it", "crossover"]
 
 
 # --------------------------------------------------------------------------- exercise 1
+ROUNDING = "0-3 decimals or 2-6 significant digits"  # what both checks call a rounded answer
+
+
+def _roundings(value: float) -> list[float]:
+    """`value` rounded to 0-3 decimals and to 2-6 significant digits (the ``ROUNDING`` rule)."""
+    return [round(value, k) for k in range(4)] + [float(f"{value:.{k}g}") for k in range(2, 7)]
+
+
 def _rounded(got: float, exact: float) -> bool:
     """Whether `got` is `exact` rounded to 0-3 decimals or to 2-6 significant digits."""
-    candidates = [round(exact, k) for k in range(4)] + [float(f"{exact:.{k}g}") for k in range(2, 7)]
-    return any(math.isclose(got, c, rel_tol=1e-9, abs_tol=1e-12) for c in candidates)
+    return any(math.isclose(got, c, rel_tol=1e-9, abs_tol=1e-12) for c in _roundings(exact))
+
+
+def _looks_rounded(value: float) -> bool:
+    """Whether a measured time is itself a rounded number (a clock difference almost never is one exactly)."""
+    return any(value == c for c in _roundings(value))
 
 
 GFLOPS_CASES = [(1024, 0.01), (2048, 0.125), (100, 0.001), (3000, 2.5), (64, 2e-5)]
@@ -131,13 +143,17 @@ class _FakeResult:
         return np.asarray(self.numpy(), dtype=dtype)
 
 
-class FakeAsyncOp:
-    """A callable that returns at once while its work goes on in the background for `seconds`, like a GPU op.
+QUEUE_SHARE = 0.3  # the share of a fake op's time spent queuing the work, before the call returns
 
-    The result's ``.numpy()`` waits for the work; so do TensorFlow's ``context.async_wait()`` and
-    ``tf.test.experimental.sync_devices()`` (and ``helpers.bench.synchronize``) while
-    :meth:`tensorflow_waits` is active. ``waited`` records whether any of them was called: a timer
-    that sleeps instead of waiting leaves it False.
+
+class FakeAsyncOp:
+    """A callable that queues its work (``QUEUE_SHARE`` of `seconds`), returns, and finishes the rest in the background.
+
+    Like a GPU op: the call itself takes a little time (queuing), then the work goes on after it
+    returns. The result's ``.numpy()`` waits for the work; so do ``helpers.bench.synchronize()``,
+    ``helpers.bench.device_sync()``'s function, TensorFlow's ``context.async_wait()`` and
+    ``tf.test.experimental.sync_devices()`` while :meth:`tensorflow_waits` is active. ``waited``
+    records whether any of them was called: a timer that sleeps instead of waiting leaves it False.
     """
 
     def __init__(self, seconds: float) -> None:
@@ -148,8 +164,9 @@ class FakeAsyncOp:
 
     def __call__(self) -> _FakeResult:
         self.calls += 1
+        time.sleep(QUEUE_SHARE * self.seconds)  # queuing the work: inside the call
         done = threading.Event()
-        threading.Timer(self.seconds, done.set).start()
+        threading.Timer((1 - QUEUE_SHARE) * self.seconds, done.set).start()
         self._pending.append(done)
         return _FakeResult(self, done)
 
@@ -164,14 +181,18 @@ class FakeAsyncOp:
 
     @contextlib.contextmanager
     def tensorflow_waits(self) -> Iterator[None]:
-        tf = sys.modules.get("tensorflow")
-        if tf is None:
-            yield
-            return
-        from tensorflow.python.eager import context
+        """Make the waits a learner may call (helpers.bench's, TensorFlow's) wait for this op's work."""
+        from helpers import bench
 
-        with mock.patch.object(context, "async_wait", self._wait_for_the_work), \
-                mock.patch.object(tf.test.experimental, "sync_devices", self._wait_for_the_work):
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(mock.patch.object(bench, "synchronize", self._wait_for_the_work))
+            stack.enter_context(mock.patch.object(bench, "device_sync", lambda tf=None: self._wait_for_the_work))
+            tf = sys.modules.get("tensorflow")
+            if tf is not None:
+                from tensorflow.python.eager import context
+
+                stack.enter_context(mock.patch.object(context, "async_wait", self._wait_for_the_work))
+                stack.enter_context(mock.patch.object(tf.test.experimental, "sync_devices", self._wait_for_the_work))
             yield
 
 
@@ -209,9 +230,10 @@ def _in_range(value: float, seconds: float) -> bool:
 def time_it(answer: Any) -> Feedback:
     """Exercise 03.2: ``time_it(fn)``, the seconds one call of `fn` takes, with its asynchronous work finished.
 
-    The check passes fake operations that return at once and finish their work 0.1 s, 0.25 s and
-    0.4 s later, like a GPU kernel: a timer that stops when the call returns reads almost nothing,
-    and one that sleeps instead of waiting for the result is refused too.
+    The check passes fake operations whose work takes 0.1 s, 0.25 s and 0.4 s, like a GPU kernel:
+    the call spends ``QUEUE_SHARE`` of it queuing the work, returns, and the rest runs in the
+    background. A timer that stops when the call returns, one that starts the clock only after it
+    returns, one that sleeps instead of waiting, and one that rounds the time are refused.
 
     Example:
         >>> import time
@@ -271,6 +293,9 @@ def _time_it_verdict(trials: list[tuple[Any, ...]]) -> Feedback:
             not all(_in_range(value, seconds) for seconds, value, *_ in trials):
         return wrong("Your function waited for the work, but returns whole seconds: round() or int() cuts a 0.25 s "
                      "reading to 0. Return the difference as it is, and round only when you print it.")
+    if all(op.waited for _, _, op, *_ in trials) and all(_looks_rounded(value) for _, value, *_ in trials):
+        return wrong("Your numbers are the measured times rounded: don't round inside the function; return the "
+                     "full difference and round only when you print it.")
     if any(cpu_clocks and value < 0.9 * seconds for seconds, value, _, cpu_clocks, *_ in trials):
         return wrong("time.process_time() counts the CPU time of this Python process, and waiting for a device "
                      "uses none: the work is missing. Use wall time, time.perf_counter().")
@@ -286,6 +311,10 @@ def _time_it_verdict(trials: list[tuple[Any, ...]]) -> Feedback:
             return wrong("Your timer never waited for the result: a time.sleep() (or any fixed pause) guesses how "
                          "long the work takes, and the check's operations take different times. Call `.numpy()` on "
                          "what `fn()` returns (or helpers.bench.synchronize()), then read the clock.")
+        if value < 0.9 * seconds and _in_range(value, (1 - QUEUE_SHARE) * seconds):
+            return wrong("You started the clock after `fn()` returned: queuing the work takes time too, and it is "
+                         "part of what the call costs. Read time.perf_counter() before calling `fn()`, and again "
+                         "after its result is ready.")
         if value < 0.9 * seconds:
             return wrong("The clock stopped before the work finished: you waited for the result after the second "
                          "clock reading. Call `.numpy()` first, then read time.perf_counter().")

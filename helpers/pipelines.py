@@ -360,9 +360,13 @@ def _overlap(input_s: float, model_s: float, step_s: float, prefetch: bool, gpu_
                 "the two ran one after the other, so the load on this machine changed between the timings (run the "
                 f"cell again for steadier figures; {OVERLAP_RULE}).")
     if len(classes) > 1:
-        return (f"Whether the two overlapped cannot be told here: the step ({_ms(step_s)}) lies between the longer "
-                f"side alone ({_ms(longer)}) and input + model ({both}), with {hidden:.0%} of the shorter side hidden, "
-                f"but with each timing moved by half its IQR that share crosses 1/3 or 2/3 ({OVERLAP_RULE}).")
+        raw = (input_s + model_s - step_s) / shorter
+        where = ("lies between the longer side alone ({}) and input + model ({})" if 0 <= raw <= 1 else
+                 "came out below the longer side alone ({}), so below input + model ({}) too" if raw > 1 else
+                 "came out above the longer side alone ({}) and above input + model ({})")
+        return (f"Whether the two overlapped cannot be told here: the step ({_ms(step_s)}) "
+                f"{where.format(_ms(longer), both)}, {hidden:.0%} of the shorter side hidden as measured, but with "
+                f"each timing moved by half its IQR that share crosses 1/3 or 2/3 ({OVERLAP_RULE}).")
     if hidden < 1 / 3:
         text = (f"The step is close to input + model ({both}), not to the longer side alone ({_ms(longer)}), "
                 f"with {hidden:.0%} of the shorter side hidden ({OVERLAP_RULE}): ")

@@ -135,6 +135,12 @@ def test_bound_reading_overlap_verdict_holds_within_half_the_iqrs(t, prefetch, g
             assert classes == set(said), (text, classes)
         else:  # nothing overlaps by design: "one after the other" needs no overlap to lie within half the IQRs
             assert said == ["added"] and "added" in classes, (text, classes)
+    if "lies between the longer side alone" in text:
+        assert max(input_s, model_s) <= step_s <= input_s + model_s, text
+    if "came out below the longer side alone" in text:
+        assert step_s < max(input_s, model_s), text
+    if "came out above the longer side alone" in text:
+        assert step_s > input_s + model_s, text
     if "beyond half the timings' IQRs" in text:
         assert not prefetch
         assert "below 1/3 means no overlap, above 2/3 a full one" in text  # the rule beside the numbers
@@ -146,6 +152,10 @@ def test_bound_reading_of_the_tuned_case_that_flipped_between_runs_cannot_tell()
     text = pipelines.bound_reading(0.0034, 0.0182, 0.0204, 0, "tuned", True, thresholds=THRESHOLDS,
                                    iqrs=(0.0004, 0.0017, 0.0014))
     assert "cannot be told here" in text and "still added up" not in text and "partly overlapped" not in text
+    # the learner run after the fix: the reused model (15 ms) was longer than the tuned step (13.9 ms)
+    below = pipelines.bound_reading(0.0032, 0.015, 0.0139, 0, "tuned", True, thresholds=THRESHOLDS,
+                                    iqrs=(0.000164, 0.000876, 0.00643))
+    assert "came out below the longer side alone (15 ms)" in below and "lies between" not in below
     naive = pipelines.bound_reading(0.101, 0.0146, 0.115, 0, thresholds=THRESHOLDS, iqrs=(0.02, 0.0015, 0.0035))
     assert "input + model (115.6 ms)" in naive  # 101 + 14.6 as printed, not 115
 

@@ -331,6 +331,48 @@ def fp16_note_reading(note: str | None, onednn_on: bool, onednn_why: str, float1
     return f"TensorFlow wrote no float16 note: {where}, and {fp16}, so there is nothing to fall back from."
 
 
+def memory_gap_reading(peak: Mapping[str, float], unscaled: float, close: float = 0.03) -> str:
+    """Say whether the two 16-bit policies' peaks differ, and whether loss scaling accounts for the gap.
+
+    Each peak is read as its share of float32's; two shares ``close`` apart or less (0.03: 3 points) are "within".
+
+    Args:
+        peak: peak bytes of one step per policy, with "float32", "mixed_float16" and "mixed_bfloat16".
+        unscaled: peak bytes of the mixed_float16 step compiled with ``auto_scale_loss=False``.
+        close: the largest difference of shares read as the same, between 0 and 1.
+
+    Example:
+        >>> memory_gap_reading({"float32": 100, "mixed_float16": 52, "mixed_bfloat16": 63}, 64)[:72]
+        'The two 16-bit policies have the same activation bytes, yet their shares'
+    """
+    if not (isinstance(close, (int, float)) and 0 < close < 1):
+        raise ValueError(f"close={close!r}: use a difference of shares between 0 and 1, such as 0.03 (3 points).")
+    wanted = ("float32", "mixed_float16", "mixed_bfloat16")
+    if not isinstance(peak, Mapping) or any(p not in peak for p in wanted):
+        raise ValueError(f"peak must map each of {wanted} to its peak bytes; got {peak!r}.")
+    for name, value in [*((p, peak[p]) for p in wanted), ("unscaled", unscaled)]:
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ValueError(f"peak bytes of {name}: {value!r}; use a positive, finite number of bytes.")
+    share = {p: peak[p] / peak["float32"] for p in wanted}
+    share_unscaled = unscaled / peak["float32"]
+    # differences in points as printed (one decimal), so that the verdict agrees with the figures beside it
+    gap = round(abs(share["mixed_bfloat16"] - share["mixed_float16"]) * 100, 1)
+    gap_unscaled = round(abs(share["mixed_bfloat16"] - share_unscaled) * 100, 1)
+    points = f"{close * 100:.3g} points"
+    if gap <= close * 100:
+        return (f"The two 16-bit policies' shares are {gap:.1f} points apart, within {points}, as their "
+                "equal activations suggest.")
+    head = (f"The two 16-bit policies have the same activation bytes, yet their shares are {gap:.1f} points "
+            f"apart; mixed_float16 without loss scaling peaked at {share_unscaled:.1%} of float32's bytes, "
+            f"{gap_unscaled:.1f} points from mixed_bfloat16's {share['mixed_bfloat16']:.1%}")
+    if gap_unscaled <= close * 100:
+        return (f"{head}, within {points}: the gap comes with the loss-scaling step, not with the 16-bit type. "
+                "That step is a different graph of operations, and the peak counts the tensors alive at one "
+                "moment, which follows the order the operations run in; which tensors those are, this run does "
+                "not measure.")
+    return f"{head}, more than {points}: this run does not explain the gap."
+
+
 def tensor_core_note(compute_capability: tuple[int, int] | None) -> str:
     """What the multiple-of-8 experiment can show on a GPU of this compute capability: '' from 7.0 on.
 

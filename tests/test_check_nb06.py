@@ -12,7 +12,7 @@ from helpers.check import nb06 as check
 
 def right_min_loss_scale(gradient):
     scale = 1
-    while abs(gradient) * scale < np.finfo(np.float16).smallest_normal:
+    while abs(gradient) * scale < float(np.finfo(np.float16).smallest_normal):
         scale *= 2
     return scale
 
@@ -74,6 +74,10 @@ def float16_closed_form(g):  # follows the pointer to np.finfo: under NumPy 2 th
 @pytest.mark.parametrize(("answer", "hint"), [
     (_loop(6e-5), "rounded decimal"),  # 2**-14 written as a decimal: one doubling short near it
     (_loop(6.1e-5), "rounded decimal"),
+    (_loop(6.1035e-5), "rounded decimal"),  # below 2**-14 = 6.103515625e-05 by 1.5625e-10
+    (_loop(6.10351e-5), "rounded decimal"),  # below it by 5.625e-11
+    (_loop(np.finfo(np.float16).smallest_normal), "comparison ran in float16"),  # rounds 6.1034e-5 up to 2**-14
+    (_loop(np.float16(2.0**-14), start=1.0), "comparison ran in float16"),
     (_loop(6.104e-5), "rounded decimal above it"),
     (float16_closed_form, "ran in float16"),  # one doubling short at 3e-8, OverflowError at 1e-8
     (lambda g: 2 ** max(0, int(np.ceil(np.log2(np.finfo(np.float16).smallest_normal / abs(g))))), "ran in float16"),
@@ -99,7 +103,8 @@ def test_min_loss_scale_float16_hint_does_not_blame_the_comparison():
 def test_min_loss_scale_accepts_right_answers_written_differently():
     rights = [
         _loop(2.0**-14),  # the exact threshold as a power of two
-        _loop(np.finfo(np.float16).smallest_normal, start=1.0),  # the notebook's pointer, a float scale
+        _loop(float(np.finfo(np.float16).smallest_normal), start=1.0),  # the notebook's pointer, a float scale
+        _loop(np.float64(np.finfo(np.float16).smallest_normal)),  # converted to a 64-bit NumPy float
         lambda g: 2 ** max(0, math.ceil(math.log2(float(np.finfo(np.float16).smallest_normal) / abs(g)))),
         lambda g: 1 << max(0, math.ceil(-14 - math.log2(abs(g)))),  # a bit shift
         lambda g: next(2**k for k in range(200) if abs(g) * 2**k >= 2**-14),  # a generator, >=
@@ -125,9 +130,18 @@ def test_min_loss_scale_survives_errors_none_and_endless_loops():
 
 
 # ---------------------------------------------------------------- exercise 2
-def test_next_scale_accepts_the_model_answer_and_a_list_pair():
+def test_next_scale_accepts_the_model_answer():
     assert check.next_scale(right_next_scale).ok
-    assert check.next_scale(lambda *a: list(right_next_scale(*a))).ok
+
+
+def test_next_scale_wants_the_texts_types_a_tuple_and_a_bool():
+    fb = check.next_scale(lambda *a: list(right_next_scale(*a)))
+    assert not fb.ok and "return a tuple" in fb.message, fb.message
+    fb = check.next_scale(lambda *a: (*right_next_scale(*a)[:2], int(right_next_scale(*a)[2])))  # 1/0 for applied
+    assert not fb.ok and "not 1 or 0" in fb.message, fb.message
+    fb = check.next_scale(lambda *a: (*right_next_scale(*a)[:2], float(right_next_scale(*a)[2])))  # 1.0/0.0
+    assert not fb.ok and "applied is a bool" in fb.message, fb.message
+    assert check.next_scale(lambda *a: (*right_next_scale(*a)[:2], np.bool_(right_next_scale(*a)[2]))).ok
 
 
 def test_next_scale_refuses_constants_and_wrong_shapes():
@@ -161,7 +175,11 @@ def test_next_scale_accepts_right_answers_written_differently():
         return (scale * (2 if grow else 1) if finite else scale / 2), (0 if grow or not finite else good_steps + 1), \
             bool(finite)
 
-    for answer in (counted_first, one_expression, lambda *a: list(right_next_scale(*a))):
+    def applied_is_finite(scale, finite, good_steps, growth_steps):
+        new_scale, new_good = right_next_scale(scale, finite, good_steps, growth_steps)[:2]
+        return new_scale, new_good, finite
+
+    for answer in (counted_first, one_expression, applied_is_finite):
         fb = check.next_scale(answer)
         assert fb.ok, fb.message
 

@@ -283,3 +283,20 @@ def test_notebook_06_sources_its_published_figures():
     assert '"Training performance: NVIDIA DGX A100 (8x A100 40GB)"' in nvidia
     assert "given there as 2.60x" in nvidia and "2,375 / 909 = 2.61" in nvidia and round(2375 / 909, 2) == 2.61
     assert "NVIDIA's table gives as 3.08x" in nvidia and round(1270 / 412, 2) == 3.08
+
+
+def test_notebook_06_prose_says_what_the_run_measures():
+    """No 'about halve' for a peak that fell less far; the issue's model size sourced, the exercises' types named."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "06_mixed_precision.ipynb").read_text())
+    prose = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert "about halve a step's memory" not in prose and "a whole step's measured peak fell less far" in prose
+    assert "about\nthis one's size" not in prose and "about this one's size" not in prose
+    assert "https://github.com/tensorflow/tensorflow/issues/34406" in prose and "main_model.count_params()" in code
+    assert "overflows above" not in code and "values \"\n      f\"from {first_inf:g} up become" in code
+    assert "returns the tuple\n`(new_scale, new_good_steps, applied)`" in prose and "`applied` being a bool" in prose
+    assert "Comparing with it does the\nsame" in prose
+    assert "auto_scale_loss=scaled" in code  # the fourth measurement: mixed_float16 without loss scaling

@@ -5,6 +5,8 @@ speed_reading, gpu_speed_reading: "faster" only when the policy's median step is
 quoted as printed, no sentence credits oneDNN when it is off or Tensor Cores a GPU does not have.
 fp16_note_reading: the sentence follows the conditions (oneDNN on/off, float16 in oneDNN, the note seen or not).
 tensor_core_note: silent exactly where Tensor Cores exist (compute capability 7.0 and later).
+memory_gap_reading: "within" exactly when the shares of float32's bytes are that close, loss scaling credited only when
+the unscaled float16 step lands within that of bfloat16, the points and shares quoted are the ones given.
 """
 
 from __future__ import annotations
@@ -145,3 +147,55 @@ def test_tensor_core_note_is_silent_exactly_where_tensor_cores_exist(cc):
         assert note == ""
     else:
         assert note.startswith(f"Compute capability {cc[0]}.{cc[1]} has no Tensor Cores")
+
+
+# ---------------------------------------------------------------- memory_gap_reading
+peaks = st.floats(min_value=1.0, max_value=1e12, allow_nan=False, allow_infinity=False)
+closes = st.sampled_from([0.01, 0.03, 0.05, 0.1])
+
+
+@given(peaks, st.floats(0.05, 1.5), st.floats(0.05, 1.5), st.floats(0.05, 1.5), closes)
+def test_memory_gap_reading_follows_the_shares_it_was_given(f32, s16, sbf, sun, close):
+    peak = {"float32": f32, "mixed_float16": s16 * f32, "mixed_bfloat16": sbf * f32}
+    unscaled = sun * f32
+    text = precision.memory_gap_reading(peak, unscaled, close=close)
+    share16, sharebf, shareun = (peak["mixed_float16"] / f32, peak["mixed_bfloat16"] / f32, unscaled / f32)
+    gap, gap_un = round(abs(sharebf - share16) * 100, 1), round(abs(sharebf - shareun) * 100, 1)  # as printed
+    points = f"{close * 100:.3g} points"
+    assert f"are {gap:.1f} points apart" in text, text  # the gap quoted is the one given
+    if gap <= close * 100:
+        assert f"within {points}, as their equal activations" in text and "loss scaling" not in text, text
+        return
+    assert "yet their shares" in text and f"{shareun:.1%} of float32's bytes" in text, text
+    assert f"{gap_un:.1f} points from mixed_bfloat16's {sharebf:.1%}" in text, text
+    if gap_un <= close * 100:  # credit loss scaling only when the unscaled float16 step lands by bfloat16's
+        assert f"within {points}: the gap comes with the loss-scaling step" in text, text
+        assert "does not explain" not in text
+    else:
+        assert f"more than {points}: this run does not explain the gap" in text, text
+        assert "comes with the loss-scaling step" not in text
+
+
+@given(peaks, closes)
+def test_memory_gap_reading_equal_peaks_read_the_same(f32, close):
+    peak = dict.fromkeys(("float32", "mixed_float16", "mixed_bfloat16"), f32)
+    text = precision.memory_gap_reading(peak, f32, close=close)
+    assert "are 0.0 points apart" in text and "yet" not in text, text
+
+
+def test_memory_gap_reading_at_the_boundary_and_on_bad_input():
+    peak = {"float32": 100.0, "mixed_float16": 50.0, "mixed_bfloat16": 53.0}  # exactly 3 points: within
+    assert "3.0 points apart, within 3 points" in precision.memory_gap_reading(peak, 53.0, close=0.03)
+    peak["mixed_bfloat16"] = 54.0  # 4 points; the unscaled step exactly 3 points from bfloat16: within
+    assert "the gap comes with the loss-scaling step" in precision.memory_gap_reading(peak, 51.0, close=0.03)
+    assert "does not explain" in precision.memory_gap_reading(peak, 50.0, close=0.03)
+    for bad in ({"float32": 100.0}, {"float32": 0.0, "mixed_float16": 1.0, "mixed_bfloat16": 1.0},
+                {"float32": float("nan"), "mixed_float16": 1.0, "mixed_bfloat16": 1.0}):
+        with pytest.raises(ValueError, match="peak"):
+            precision.memory_gap_reading(bad, 1.0)
+    with pytest.raises(ValueError, match="unscaled"):
+        precision.memory_gap_reading({"float32": 1.0, "mixed_float16": 1.0, "mixed_bfloat16": 1.0}, -1.0)
+    for close in (0, 1, -0.1, float("nan"), "3"):
+        with pytest.raises(ValueError, match="close"):
+            precision.memory_gap_reading({"float32": 1.0, "mixed_float16": 1.0, "mixed_bfloat16": 1.0}, 1.0,
+                                         close=close)

@@ -5,12 +5,14 @@ Both exercises ask for a function, and the checks call it on values they make up
 * ``min_loss_scale(gradient)`` on gradients from 1 down to 4e-12, positive and negative, one exactly a
   power of two, so a constant, the exponent instead of the power of two, a scale one doubling short or
   long (``<=`` for ``<``), the threshold of subnormals, of bfloat16 or of float16's largest number
-  instead of float16's smallest normal, a scale below 1, and a forgotten ``abs`` each give a wrong
-  answer somewhere.
+  instead of float16's smallest normal, a rounded decimal for 2**-14 (6.1e-5, 6.1035e-5, 6.10351e-5,
+  6.104e-5), a comparison or a division that runs in float16, a scale below 1, and a forgotten ``abs``
+  each give a wrong answer somewhere.
 * ``next_scale(scale, finite, good_steps, growth_steps)`` -> ``(new_scale, new_good_steps, applied)``
   over made-up sequences of finite and inf/NaN steps, compared step by step with the rule Keras'
   ``LossScaleOptimizer`` follows (the tests check that rule against the real optimizer), so doubling
-  instead of halving, a count not reset, and an inf/NaN update not skipped are refused.
+  instead of halving, a count not reset, and an inf/NaN update not skipped are refused. The answer is
+  the tuple the text asks for, ``applied`` a bool: a list, or 1/0 for True/False, is refused with a hint.
 """
 
 from __future__ import annotations
@@ -34,13 +36,15 @@ FLOAT16_MAX = 65504.0
 BFLOAT16_SMALLEST_NORMAL = 2.0**-126  # float32's too: such formats need no loss scale
 
 # Made-up gradients. Two are negative; 2**-20 is a power of two, so that abs(g) * 64 lands exactly on 2**-14 and
-# `<=` in place of `<` doubles once too often; three sit just around 2**-14 once scaled, so a threshold written as
-# a rounded decimal (6e-5, 6.1e-5 below it, 6.104e-5 above) gives a wrong scale for one of them; 1e-8 and 3e-8 are
-# where arithmetic in float16 goes wrong (0, and a rounded value, once cast to float16). None of the scaled values
-# lies within half a float16 step of 2**-14, so comparing with np.finfo(np.float16).smallest_normal itself (which
-# NumPy 2 does in float16) gives the right scale too.
-GRADIENTS = (1e-3, 1.0, 5e-6, 2.0**-20, 3e-8, 1e-8, 7e-10, 6.1003e-5 / 2**10, 6.1037e-5 / 2**12, -2e-7, -4e-12,
-             -6.05e-5 / 2**7)
+# `<=` in place of `<` doubles once too often; five sit just around 2**-14 = 6.103515625e-05 once scaled, so a
+# threshold written as a rounded decimal gives a wrong scale for one of them: 6e-5 and 6.1e-5 at 6.1003e-5;
+# 6.1035e-5 and 6.10351e-5 at 6.103515e-5, which is below 2**-14 by 6.25e-12; 6.104e-5 above it, at
+# 6.1037e-5. 1e-8 and 3e-8 are where arithmetic in float16 goes wrong (0, and a rounded value, once cast to
+# float16). 6.1034e-5 and 6.103515e-5 lie within half a float16 step (2**-25) below 2**-14, so a comparison with
+# np.finfo(np.float16).smallest_normal itself, which NumPy 2 runs in float16, rounds them up to 2**-14 and stops a
+# doubling short on both; a rounded decimal between them (6.1035e-5) fails on one only.
+GRADIENTS = (1e-3, 1.0, 5e-6, 2.0**-20, 3e-8, 1e-8, 7e-10, 6.1003e-5 / 2**10, 6.1037e-5 / 2**12, 6.103515e-5 / 2**9,
+             6.1034e-5 / 2**11, -2e-7, -4e-12, -6.05e-5 / 2**7)
 
 
 class _TooSlow(Exception):
@@ -94,6 +98,12 @@ def _float16_scale(gradient: float) -> float | None:
 
 def _product(gradient: float, scale: float) -> float:
     return abs(gradient) * scale / SMALLEST_NORMAL  # 1.0: exactly 2**-14
+
+
+def _rounds_up_in_float16(gradient: float, scale: float) -> bool:
+    """Whether abs(gradient) * scale is below 2**-14 but becomes 2**-14 in float16 (within half a float16 step)."""
+    below = abs(gradient) * scale
+    return below < SMALLEST_NORMAL and float(np.float16(below)) == SMALLEST_NORMAL
 
 
 def _outcomes(answer: Callable[..., Any]) -> tuple[dict[float, Any], Feedback | None]:
@@ -186,26 +196,36 @@ def _diagnose_scale(answer: Callable[..., Any], got: dict[float, Any], expected:
     if all(_product(g, expected[g]) == 1.0 and values.get(g) == 2 * expected[g] for g in bad):
         return wrong(f"{shown}: one doubling too many. Here abs(gradient) * {expected[first]:g} is exactly 2**-14, "
                      "which already reaches it: double while the product is < 2**-14, not <=.")
-    # 3. A rounded decimal for 2**-14: wrong only at gradients whose scaled value sits just around it.
+    # 3. A comparison in float16: wrong at every gradient whose scaled value float16 rounds up to 2**-14, only there.
+    rounds_up = {g for g in GRADIENTS if _rounds_up_in_float16(g, expected[g] / 2)}
+    if set(bad) == rounds_up and all(values.get(g) == expected[g] / 2 for g in bad):
+        below = abs(first) * expected[first] / 2
+        return wrong(f"{shown}: abs(gradient) * {expected[first] / 2:g} = {below:.10g} is still below 2**-14 = "
+                     f"{SMALLEST_NORMAL!r}, but your comparison ran in float16, which rounds it to 2**-14. "
+                     "np.finfo(np.float16).smallest_normal is a float16 number, and under NumPy 2 comparing a "
+                     "Python float with it converts the float to float16 first. Convert the threshold: "
+                     "float(np.finfo(np.float16).smallest_normal), or write 2.0**-14.")
+    # 4. A rounded decimal for 2**-14: wrong only at gradients whose scaled value sits just around it.
     if all(values.get(g) == expected[g] / 2 and _product(g, expected[g]) > 1.96 for g in bad):
         below = abs(first) * expected[first] / 2
-        return wrong(f"{shown}: abs(gradient) * {expected[first] / 2:g} = {below:.6g} is still below 2**-14 = "
-                     f"{SMALLEST_NORMAL!r}, though it passes 6.1e-5 or 6e-5: your threshold is a rounded decimal. "
-                     "Write it exactly: 2.0**-14, or float(np.finfo(np.float16).smallest_normal).")
+        return wrong(f"{shown}: abs(gradient) * {expected[first] / 2:g} = {below:.10g} is still below 2**-14 = "
+                     f"{SMALLEST_NORMAL!r}, though it passes your threshold: your threshold is a rounded decimal "
+                     "(6.1e-5, 6.1035e-5 and 6.10351e-5 are all below 2**-14). Write it exactly: 2.0**-14, or "
+                     "float(np.finfo(np.float16).smallest_normal).")
     if all(values.get(g) == 2 * expected[g] and 1.0 <= _product(g, expected[g]) < 1.02 for g in bad):
         above = abs(first) * expected[first]
-        return wrong(f"{shown}: abs(gradient) * {expected[first]:g} = {above:.6g} already reaches 2**-14 = "
+        return wrong(f"{shown}: abs(gradient) * {expected[first]:g} = {above:.10g} already reaches 2**-14 = "
                      f"{SMALLEST_NORMAL!r}: your threshold is a rounded decimal above it. Write it exactly: "
                      "2.0**-14, or float(np.finfo(np.float16).smallest_normal).")
-    # 4. Arithmetic in float16: wrong only where float16 arithmetic goes wrong, and not only at the boundary.
+    # 5. Arithmetic in float16: wrong only where float16 arithmetic goes wrong, and not only at the boundary.
     float16_wrong = {g for g in GRADIENTS if _float16_scale(g) != expected[g]}
     if set(bad) <= float16_wrong and any(1.02 <= _product(g, expected[g]) <= 1.96 for g in bad):
         return wrong(f"{shown}: your arithmetic ran in float16. {FLOAT16_ARITHMETIC}")
-    # 5. One answer on all gradients that follows another rule.
+    # 6. One answer on all gradients that follows another rule.
     for name, rule in _WRONG_RULES:
         if all(g in values and values[g] == rule(g) for g in GRADIENTS):
             return wrong(f"{shown}. {name}")
-    # 6. Otherwise: what is wrong with the first wrong value.
+    # 7. Otherwise: what is wrong with the first wrong value.
     if isinstance(got.get(first), Feedback):
         return got[first]
     if first not in got:
@@ -274,10 +294,16 @@ def _trajectory(fn: Callable[..., Any], growth: int, scale: float,
         if not isinstance(got, (tuple, list)) or len(got) != 3:
             return None, wrong(f"next_scale returned {type(got).__name__} {got!r}; return three values "
                                "(new_scale, new_good_steps, applied), e.g. `return scale * 2, 0, True`.")
+        if not isinstance(got, tuple):
+            return None, wrong(f"next_scale returned a {type(got).__name__}, {got!r}; return a tuple, as the "
+                               "exercise asks: `return new_scale, new_good_steps, applied` (no brackets).")
         new_scale, new_good = number(got[0]), number(got[1])
-        if new_scale is None or new_good is None or got[2] not in (True, False):
+        if new_scale is None or new_good is None:
             return None, wrong(f"next_scale returned {got!r}; return two numbers and a bool "
                                "(new_scale, new_good_steps, applied).")
+        if not isinstance(got[2], (bool, np.bool_)):
+            return None, wrong(f"next_scale returned applied = {got[2]!r}, a {type(got[2]).__name__}; applied is a "
+                               "bool: return True (the update is applied) or False (skipped), not 1 or 0.")
         out.append((new_scale, int(new_good), bool(got[2])))
         scale, good = new_scale, int(new_good)
     return out, None

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from claims import common
 
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 KEYS = ("gpu_count", "onednn", "underflow_fraction_fp16", "underflow_fraction_scaled", "memory", "accuracy",
         "float32_accuracy_same_steps", "step_s", "time_box", "cpu_flags", "skipped_step", "multiple_of_8",
         "exercises_solved")
+UNSCALED = "mixed_float16 without loss scaling"
 SAME_WITHIN = 1.1  # the notebook's rule: medians closer than this ratio read "about as fast"
 
 
@@ -39,6 +42,7 @@ def shared(run) -> None:
     params = r["memory"]["params"]
     assert params["notebook"] == params["child"], f"the measured model is not the trained one: {params}"
     assert "peaked at" in text and "of float32's bytes (measured on this" in text
+    memory_reading(r["memory"], text)
 
     # The inf/NaN step was skipped (no update) and the scale halved.
     s = r["skipped_step"]
@@ -93,9 +97,53 @@ def shared(run) -> None:
     assert "WARNING" not in text, "a TensorFlow warning reached the page"
 
 
+def memory_reading(memory: dict, text: str) -> None:
+    """The peaks' reading: equal shares, a gap the unscaled float16 step accounts for, or a gap left unexplained."""
+    peak, unscaled, close = memory["peak_bytes"], memory["peak_bytes_float16_unscaled"], memory["close"]
+    assert memory["loss_scaling"] == {"float32": False, "mixed_float16": True, "mixed_bfloat16": False,
+                                      UNSCALED: False}, memory["loss_scaling"]
+    share = {p: peak[p] / peak["float32"] for p in POLICIES}
+    gap = round(abs(share["mixed_bfloat16"] - share["mixed_float16"]) * 100, 1)  # points, as printed
+    gap_unscaled = round(abs(share["mixed_bfloat16"] - unscaled / peak["float32"]) * 100, 1)
+    sentence = text.split("mixed_float16 peaked at", 1)[1].split("\n", 1)[0]
+    assert f"{share['mixed_float16']:.0%} of float32's bytes" in sentence and (
+        f"mixed_bfloat16 at {share['mixed_bfloat16']:.0%}." in sentence), sentence
+    if gap <= close * 100:
+        assert f"are {gap:.1f} points apart, within 3 points" in sentence, sentence
+    elif gap_unscaled <= close * 100:
+        assert (f"their shares are {gap:.1f} points apart; mixed_float16 without loss scaling peaked at "
+                f"{unscaled / peak['float32']:.1%} of float32's bytes" in sentence), sentence
+        assert "within 3 points: the gap comes with the loss-scaling step, not with the 16-bit type" in sentence
+    else:
+        assert "more than 3 points: this run does not explain the gap" in sentence, sentence
+    assert "about halve" not in text
+
+
+def page_lines(r: dict, text: str) -> None:
+    """Lines of a whole page (the GPU fixture keeps only some lines, so on_cpu checks these)."""
+    # float16's overflow edge, as NumPy rounds: 65519 still becomes 65504, 65520 becomes inf.
+    with np.errstate(over="ignore"):
+        assert float(np.float16(65519.0)) == 65504.0 and np.isinf(np.float16(65520.0))
+    assert "65519 still rounds to 65504, and values from 65520 up become inf" in text
+    assert "overflows above 65504" not in text
+    # The model's size is printed beside the sourced one, and the word follows the printed rule.
+    params = r["memory"]["params"]["notebook"]
+    within = float(re.search(r"about the same size within ([\d.]+)x\)", text)[1])  # the rule the page prints
+    ratio = params / 60_554  # the model in tensorflow/tensorflow#34406
+    word = "about the same size" if 1 / within <= ratio <= within else "larger" if ratio > 1 else "smaller"
+    assert (f"This notebook's model has {params:,} parameters, {ratio:.2f}x the 60,554 of the model in "
+            f"tensorflow/tensorflow#34406: {word} ") in text
+    # The summary quotes each policy's peak with its share of float32's.
+    memory, peak = r["memory"], r["memory"]["peak_bytes"]
+    shares = ", ".join(f"{p} {peak[p] / 2**20:.1f} MiB ({peak[p] / peak['float32']:.0%} of float32's)"
+                       for p in POLICIES)
+    assert f"peak bytes of one step at batch {memory['batch']}: {shares}" in text, "the summary's memory line"
+
+
 def on_cpu(run) -> None:
     r = run.results
     text = run.outputs_text()
+    page_lines(r, text)
     assert list(r["multiple_of_8"]) == ["skipped"], r["multiple_of_8"]
     assert "Skipped: this machine has no GPU" in text
     assert r["memory"]["device"] == "CPU:0", r["memory"]

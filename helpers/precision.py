@@ -220,9 +220,18 @@ def step_timer(budget_s: float | None = None, min_steps: int = 3) -> Any:
             self.times.append(now - self._last)
             self._last = now
             if (self.budget_s is not None and len(self.times) - 1 >= self.min_steps
-                    and self.timed_s >= self.budget_s):
-                self.stopped = True
+                    and self.timed_s >= self.budget_s and not self._last_step(batch)):
+                self.stopped = True  # steps were left: the epoch is cut short, and its time extrapolated
                 self.model.stop_training = True
+
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            self._epoch = epoch
+
+        def _last_step(self, batch: int) -> bool:
+            """Whether `batch` ends the whole fit: a box closing there cuts nothing, so it is not a stop."""
+            params = getattr(self, "params", None) or {}
+            steps, epochs = params.get("steps"), params.get("epochs") or 1
+            return steps is not None and batch + 1 >= steps and getattr(self, "_epoch", 0) + 1 >= epochs
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             self._last = None  # the gap between epochs is not a step

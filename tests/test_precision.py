@@ -254,6 +254,28 @@ def test_step_timer_time_box_stops_a_slow_epoch_early():
     assert wall < 0.5 * steps_per_epoch * timer.median, (wall, timer.median)
 
 
+def test_step_timer_passing_the_budget_on_the_last_step_is_not_a_stop():
+    """A box that closes on the epoch's last step cut nothing: the run is whole, not extrapolated (a smoke
+    run of 06 once recorded stopped=True with all 5 of 5 steps run)."""
+    import time
+
+    import keras
+
+    class Slow(keras.layers.Layer):
+        def call(self, x):
+            time.sleep(0.02)
+            return x
+
+    model = keras.Sequential([keras.Input((2,)), Slow(), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse", run_eagerly=True, jit_compile=False)
+    timer = precision.step_timer(budget_s=1e-6, min_steps=4)  # passed at once, but first allowed on the last step
+    model.fit(np.zeros((20, 2), "float32"), np.zeros((20, 1), "float32"), batch_size=4, verbose=0, callbacks=[timer])
+    assert timer.steps == 5 and not timer.stopped
+    cut = precision.step_timer(budget_s=1e-6, min_steps=3)  # allowed one step earlier: a step is cut
+    model.fit(np.zeros((20, 2), "float32"), np.zeros((20, 1), "float32"), batch_size=4, verbose=0, callbacks=[cut])
+    assert cut.steps == 4 and cut.stopped
+
+
 def test_step_timer_without_a_budget_runs_the_whole_epoch_and_refuses_bad_budgets():
     import keras
 

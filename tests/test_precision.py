@@ -229,19 +229,27 @@ def test_speed_reading_with_onednn_off_does_not_credit_onednn():
 
 
 # ---------------------------------------------------------------- the time box
-def test_step_timer_time_box_stops_a_slow_epoch_early():
-    """A fake slow step (a layer that sleeps, run eagerly): the box closes after the budget, not the epoch."""
+def slow_model(sleep_s):
+    """A model whose every step sleeps `sleep_s` seconds (run eagerly): a fake slow step for the time box."""
     import time
 
     import keras
 
     class Slow(keras.layers.Layer):
         def call(self, x):
-            time.sleep(0.03)
+            time.sleep(sleep_s)
             return x
 
     model = keras.Sequential([keras.Input((2,)), Slow(), keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse", run_eagerly=True, jit_compile=False)
+    return model
+
+
+def test_step_timer_time_box_stops_a_slow_epoch_early():
+    """A fake slow step (a layer that sleeps, run eagerly): the box closes after the budget, not the epoch."""
+    import time
+
+    model = slow_model(0.03)
     steps_per_epoch = 100
     timer = precision.step_timer(budget_s=0.25, min_steps=3)
     x = np.zeros((steps_per_epoch * 4, 2), dtype="float32")
@@ -257,17 +265,7 @@ def test_step_timer_time_box_stops_a_slow_epoch_early():
 def test_step_timer_passing_the_budget_on_the_last_step_is_not_a_stop():
     """A box that closes on the epoch's last step cut nothing: the run is whole, not extrapolated (a smoke
     run of 06 once recorded stopped=True with all 5 of 5 steps run)."""
-    import time
-
-    import keras
-
-    class Slow(keras.layers.Layer):
-        def call(self, x):
-            time.sleep(0.02)
-            return x
-
-    model = keras.Sequential([keras.Input((2,)), Slow(), keras.layers.Dense(1)])
-    model.compile(optimizer="sgd", loss="mse", run_eagerly=True, jit_compile=False)
+    model = slow_model(0.02)
     timer = precision.step_timer(budget_s=1e-6, min_steps=4)  # passed at once, but first allowed on the last step
     model.fit(np.zeros((20, 2), "float32"), np.zeros((20, 1), "float32"), batch_size=4, verbose=0, callbacks=[timer])
     assert timer.steps == 5 and not timer.stopped

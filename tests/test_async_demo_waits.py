@@ -63,10 +63,11 @@ class FakeGpuTF:
 
 def _script(tmp_path):
     cells = [c for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
-    source = next("".join(c["source"]) for c in cells if "".join(c["source"]).startswith("%%writefile")
-                  and "async_matmuls.py" in c["source"][0])
+    parts = ["".join(c["source"]) for c in cells if "".join(c["source"]).startswith("%%writefile")
+             and "async_matmuls.py" in c["source"][0]]  # written, then appended to (%%writefile -a)
+    assert parts and parts[0].startswith("%%writefile \"") and all(p.startswith("%%writefile -a") for p in parts[1:])
     path = tmp_path / "async_matmuls.py"
-    path.write_text(source.split("\n", 1)[1])
+    path.write_text("\n".join(part.split("\n", 1)[1] for part in parts))
     return path
 
 
@@ -95,7 +96,10 @@ def test_the_reading_takes_synced_s_from_the_device_wait_and_says_async_wait_did
     cells = [c for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     cell = next("".join(c["source"]) for c in cells if "dispatch_only_s, synced_s" in "".join(c["source"]))
     results = {}
-    exec(cell, {"helpers": helpers, "times": gpu_run, "where": "GPU", "results": results})
+    # Spreads set to 0: the host-queue row times microseconds of dispatch, whose spread is noise by nature and
+    # would make the reading (rightly) refuse to compare; the noise branches have their own tests.
+    steady = {wait: (returned, waited, 0.0) for wait, (returned, waited, _) in gpu_run.items()}
+    exec(cell, {"helpers": helpers, "times": steady, "where": "GPU", "results": results})
     printed = capsys.readouterr().out
     assert results["synced_s"] == gpu_run["sync_devices()"][1] and results["dispatch_only_s"] == gpu_run[
         "sync_devices()"][0]

@@ -209,13 +209,19 @@ class _Batching:
 STUBS = {"math": math, "helpers": SimpleNamespace(batching=_Batching()), "plt": SimpleNamespace(show=lambda: None)}
 
 
-def run_cell(marker: str, namespace: dict) -> tuple[str, dict]:
-    """Run the notebook cell that holds `marker` on made-up numbers; what it printed, and its variables."""
+def run_cell(marker: str | tuple[str, ...], namespace: dict) -> tuple[str, dict]:
+    """Run the notebook cell that holds `marker` (or the cells holding each marker, in order) on made-up numbers;
+    what it printed, and its variables."""
     out: list[str] = []
     namespace = {**STUBS, "print": lambda *a, end="\n", **k: out.append(" ".join(map(str, a)) + end), **namespace}
-    source = "\n".join(line for line in cell(marker).splitlines() if not line.startswith("import matplotlib"))
-    exec(compile(source, marker, "exec"), namespace)  # the notebook's own cell
+    for one in (marker,) if isinstance(marker, str) else marker:
+        source = "\n".join(line for line in cell(one).splitlines() if not line.startswith("import matplotlib"))
+        exec(compile(source, one, "exec"), namespace)  # the notebook's own cell
     return "".join(out), namespace
+
+
+# the rule, then its reading of the largest batch, then of every size: three cells, run in order
+SCALING_CELLS = ("NOISE_SE = 2  #", "big, base_acc = trained[-1]", "helped = [b for b, said")
 
 
 steps = st.floats(1e-5, 10, allow_nan=False)
@@ -249,7 +255,7 @@ def test_the_scaling_rule_reading_agrees_with_the_accuracies(pairs, n_test):
     trained = [32 * 2**i for i in range(len(pairs))]
     final_accuracy = {b: {"constant": c, "scaled": s} for b, (c, s) in zip(trained, pairs, strict=True)}
     final_accuracy[32]["scaled"] = final_accuracy[32]["constant"]
-    text, ns = run_cell('helped = [b for b, said', {
+    text, ns = run_cell(SCALING_CELLS, {
         "trained": trained, "final_accuracy": final_accuracy, "base_batch": 32, "epochs": 2,
         "updates": {b: 20000 // b for b in trained}, "y_test": [0] * n_test})
     big, base = trained[-1], final_accuracy[32]["constant"]
@@ -280,7 +286,7 @@ def test_the_scaling_rule_reading_calls_the_reviewers_differences_noise():
     # +0.013 is within noise, -0.020 is beyond it, +0.060 is well beyond it
     acc = {32: {"constant": 0.80, "scaled": 0.80}, 64: {"constant": 0.790, "scaled": 0.803},
            256: {"constant": 0.780, "scaled": 0.760}, 512: {"constant": 0.70, "scaled": 0.76}}
-    text, ns = run_cell('helped = [b for b, said', {"trained": sorted(acc), "final_accuracy": acc, "base_batch": 32,
+    text, ns = run_cell(SCALING_CELLS, {"trained": sorted(acc), "final_accuracy": acc, "base_batch": 32,
                                                     "epochs": 2, "updates": {b: 1 for b in acc}, "y_test": [0] * 2000})
     assert "Sizes the rule helped (above the margin): 512; hurt: 256; within noise: 64." in text
     assert ns["helped"] == [512] and ns["hurt"] == [256]

@@ -444,14 +444,6 @@ def _truncated(fn):
     return int(time.perf_counter() - start)
 
 
-def _waits_after_reading_the_clock(fn):
-    start = time.perf_counter()
-    result = fn()
-    elapsed = time.perf_counter() - start
-    result.numpy()
-    return elapsed
-
-
 def _never_calls_numpy(fn):
     start = time.perf_counter()
     fn().numpy  # noqa: B018 - the method is named, never called: no wait
@@ -462,7 +454,7 @@ def _never_calls_numpy(fn):
     (_nanoseconds, "nanoseconds"),
     (_whole_seconds, "returns whole seconds"),
     (_truncated, "returns whole seconds"),
-    (_waits_after_reading_the_clock, "after the second clock reading"),
+    (_waits_after_the_clock, "after the second clock reading"),
     (_never_calls_numpy, "returns as soon as the work is queued"),
 ])
 def test_time_it_names_the_mistake_actually_made(answer, hint):

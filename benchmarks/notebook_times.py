@@ -97,7 +97,7 @@ def sync(times: dict) -> list[str]:
     import nbrun
 
     changed = []
-    readme = README.read_text()
+    readme_before = readme = README.read_text()
     for name in times["learner_s"]:
         row = readme_row(readme, name[:2])
         cells = row.split(" | ")
@@ -114,7 +114,7 @@ def sync(times: dict) -> list[str]:
             first["source"] = new.splitlines(keepends=True)
             path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
             changed.append(name)
-    if readme != README.read_text():
+    if readme != readme_before:
         README.write_text(readme)
         changed.append("README.md")
     results = RESULTS.read_text()
@@ -140,7 +140,10 @@ def measure(names: list[str]) -> dict[str, dict[str, float]]:
                     seconds = nbrun.run_notebook(name, Path(tmp), smoke=False, timeout=1800).seconds
             finally:
                 for k, v in before.items():
-                    os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
             measured[name][path] = round(seconds, 1)
             print(f"{name:<40} {path:<7} {seconds:6.1f} s", flush=True)
     return measured

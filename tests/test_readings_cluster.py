@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import cluster, netns
+from helpers import cluster, manifests, netns
 
 losses = st.floats(min_value=0, max_value=10, allow_nan=False)
 epochs = st.integers(0, 20)
@@ -92,7 +92,7 @@ def test_worker_devices_sentence_names_the_collective_it_chose(gpus, workers, pa
                                                     for c in ("lenient schema", "strict schema", "cross-checks")}),
                              min_size=1))
 def test_caught_table_says_rejects_exactly_where_a_check_found_errors(found):
-    table = cluster.caught_table(found)
+    table = manifests.caught_table(found)
     rows = table.split("\n\n")[0].splitlines()[1:]
     columns = list(next(iter(found.values())))  # the table's columns: the first copy's checks, in order
     for row, (label, checks) in zip(rows, found.items(), strict=True):

@@ -80,6 +80,8 @@ MEASURED_SPEEDUP = [
      "mixed_images_per_s": 2375.0, "mixed_batch": 256, "published_speedup": 2.60},
 ]
 SCALE_FROM = "A100 SXM4 40 GB"  # rows without a measurement are scaled from this one's rate by datasheet peak
+# What a GPU without Tensor Cores gets instead of a rate scaled by Tensor Core peak (the P100: its FP16 peak is plain)
+NOT_COMPARABLE = "not comparable (no Tensor Cores)"
 # ResNet-50 v1.5 inference at batch 64: images/s measured by NVIDIA (float32 is TF32 on the A100).
 MEASURED_INFERENCE = [
     {"gpu": "T4 16 GB", "precision": "float32", "images_per_s": 424.0},
@@ -506,6 +508,27 @@ def fits_table(jobs: Mapping[str, float], table: Sequence[Mapping[str, Any]], us
     return text_table(rows)
 
 
+def driver_totals_table(rows: Iterable[tuple[str, float, float]]) -> str:
+    """``(GPU, datasheet GB, total MiB the driver reports)`` per row, as one table in MiB only.
+
+    A datasheet's GB is read as 2**30 bytes (module docstring), so it is printed as GB x 1,024 MiB beside
+    the driver's total and the share the driver leaves of it.
+
+    Example:
+        >>> print(driver_totals_table([("Tesla T4", 16.0, 15360)]))
+        GPU       datasheet (MiB)  driver total (MiB)  share
+        Tesla T4  16,384           15,360              93.8%
+    """
+    out = [("GPU", "datasheet (MiB)", "driver total (MiB)", "share")]
+    for name, gb, mib in rows:
+        if not (gb > 0 and mib > 0):
+            raise ValueError(f"row {name!r}: datasheet GB {gb!r} and total MiB {mib!r} must be positive.")
+        out.append((name, f"{gb * 1024:,.0f}", f"{mib:,.0f}", f"{mib / (gb * 1024):.1%}"))
+    if len(out) == 1:
+        raise ValueError("rows is empty: pass (GPU name, datasheet GB, total MiB) for each GPU.")
+    return text_table(out)
+
+
 # --------------------------------------------------------------------------- time, energy, cost
 def check_prices(prices: Mapping[str, float], table: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """``PRICE_PER_HOUR`` checked: every name must be a GPU of the table; returns a plain dict.
@@ -528,12 +551,24 @@ def check_prices(prices: Mapping[str, float], table: Sequence[Mapping[str, Any]]
     return dict(prices)
 
 
-def training_rate(row: Mapping[str, Any], table: Sequence[Mapping[str, Any]]) -> tuple[float, str]:
+def has_tensor_cores(row: Mapping[str, Any]) -> bool:
+    """True when the GPU of `row` has Tensor Cores (compute capability 7.0 and later, Volta on).
+
+    Example:
+        >>> has_tensor_cores({"compute_capability": 6.0}), has_tensor_cores({"compute_capability": 7.5})
+        (False, True)
+    """
+    return features(row["compute_capability"])["float16 Tensor Cores"]
+
+
+def training_rate(row: Mapping[str, Any], table: Sequence[Mapping[str, Any]]) -> tuple[float | None, str]:
     """ResNet-50 training images/s of a GPU in mixed precision and where the figure comes from.
 
     A rate measured by NVIDIA where one is published (V100, A100 40 GB); otherwise the A100's
     measured rate scaled by the ratio of dense FP16 Tensor Core peaks, which is a rough guess: real
-    speed also depends on memory bandwidth, the input pipeline and the software.
+    speed also depends on memory bandwidth, the input pipeline and the software. A GPU without Tensor
+    Cores (the P100, compute capability 6.0) gets no rate, None and :data:`NOT_COMPARABLE`: its FP16
+    figure is a plain half-precision peak, and a Tensor Core rate scaled by it compares unlike things.
 
     Example:
         >>> table = specs()
@@ -541,9 +576,14 @@ def training_rate(row: Mapping[str, Any], table: Sequence[Mapping[str, Any]]) ->
         2375.0
         >>> round(training_rate(next(g for g in table if g["name"] == "Tesla T4"), table)[0])
         495
+        >>> training_rate(next(g for g in table if g["name"].startswith("Tesla P100")), table)[1][:32]
+        'not comparable (no Tensor Cores)'
     """
     if row["name"] in MEASURED_TRAINING:
         return MEASURED_TRAINING[row["name"]]
+    if not has_tensor_cores(row):
+        return None, (f"{NOT_COMPARABLE}: its {row['fp16_tensor_tflops_dense']:g} TFLOP/s is a plain FP16 peak, so "
+                      "the A100's Tensor Core rate is not scaled to it")
     ref = next(g for g in table if g["name"] == SCALE_FROM)
     rate = MEASURED_TRAINING[SCALE_FROM][0] * row["fp16_tensor_tflops_dense"] / ref["fp16_tensor_tflops_dense"]
     return rate, (f"scaled from the A100 40 GB's measured rate by datasheet peak ({row['fp16_tensor_tflops_dense']:g}"
@@ -555,6 +595,7 @@ def run_cost(images: float, table: Sequence[Mapping[str, Any]], prices: Mapping[
     """Hours, energy (kWh at the board's TDP: an upper-bound estimate) and cost of processing `images` per GPU.
 
     ``cost`` is None for a GPU without a price in `prices` (you set prices; the course invents none).
+    A GPU without a rate (:func:`training_rate`: no Tensor Cores) gets None for rate, hours, energy and cost.
 
     Example:
         >>> t4 = [g for g in specs() if g["name"] in ("Tesla T4", "A100 SXM4 40 GB")]
@@ -569,10 +610,10 @@ def run_cost(images: float, table: Sequence[Mapping[str, Any]], prices: Mapping[
     out = {}
     for g in table:
         rate, source = training_rate(g, full)
-        hours = images / rate / 3600
-        kwh = hours * g["tdp_w"] / 1000
+        hours = None if rate is None else images / rate / 3600
+        kwh = None if hours is None else hours * g["tdp_w"] / 1000
         out[g["name"]] = {"images_per_s": rate, "rate_source": source, "hours": hours, "kwh": kwh,
-                          "cost": hours * prices[g["name"]] if g["name"] in prices else None,
+                          "cost": hours * prices[g["name"]] if g["name"] in prices and hours is not None else None,
                           "fits": None if job_bytes is None else fits(job_bytes, g["memory_gb"])}
     return out
 
@@ -581,7 +622,8 @@ def cost_table(costs: Mapping[str, Mapping[str, Any]]) -> str:
     """The result of :func:`run_cost` as text; a cost column only when some price was given.
 
     The rate column names the card a measured rate comes from (the part of ``rate_source`` before its first
-    comma), or says the rate was scaled by peak.
+    comma), or says the rate was scaled by peak; a GPU without a rate reads :data:`NOT_COMPARABLE` in place of
+    its images/s, and "-" for hours, energy and cost.
 
     Example:
         >>> print(cost_table({"Tesla T4": {"images_per_s": 495.0, "hours": 2.0, "kwh": 0.14, "cost": None,
@@ -594,6 +636,9 @@ def cost_table(costs: Mapping[str, Mapping[str, Any]]) -> str:
     for name, c in costs.items():
         fit = "-" if c.get("fits") is None else ("yes" if c["fits"] else "no")
         cost = ["-" if c["cost"] is None else f"{c['cost']:,.2f}"] if priced else []
+        if c["images_per_s"] is None:
+            rows.append((name, fit, NOT_COMPARABLE, "-", "-", *cost, "not scaled"))
+            continue
         rate = c["rate_source"].split(",")[0] if c["rate_source"].startswith("measured") else "scaled by peak: rough"
         rows.append((name, fit, f"{c['images_per_s']:,.0f}", f"{c['hours']:,.1f}", f"{c['kwh']:,.2f}", *cost, rate))
     return text_table(rows)

@@ -1,7 +1,8 @@
 """A small utilisation sampler: how busy the GPU (or, without one, the CPU) is while code runs.
 
 Used by notebook 02 ("GPU readings through NVML", "Watching utilisation during training", the
-exercise's example server).
+exercise's example server) and notebook 09 (:class:`PowerSampler`, "Power and temperature, live":
+the GPU's power read while its benchmark runs).
 
 :class:`UtilisationSampler` runs a background thread that reads one number every ``interval``
 seconds, labelled with the phase you are in (``"idle"``, ``"training"``, ...):
@@ -310,3 +311,130 @@ class UtilisationSampler:
         ax.grid(True, alpha=0.3)
         ax.legend()
         return ax
+
+
+# --------------------------------------------------------------------------- power during a benchmark
+POWER_SOURCE = ("NVML API Reference, nvmlDeviceGetPowerUsage: milliwatts for the GPU and its memory; on Ampere "
+                "(except GA100) and newer GPUs the value is averaged over 1 s, on GA100 and older it is instantaneous")
+
+
+class PowerSampler:
+    """Read a GPU's power draw through NVML every `interval` seconds while code runs; a context manager.
+
+    The samples are taken during the run, from a background thread, and none after it: a reading taken
+    after a benchmark shows the GPU idling down, not working. Pass :meth:`clock` to
+    :func:`helpers.bench.benchmark` (``clock=sampler.clock``): its first and last readings then mark the
+    timed repeats, and :meth:`summary` keeps only the samples between them (warm-up and tracing left out).
+    Without a GPU NVML can read (no driver, no nvidia-ml-py, a MIG slice) it takes no samples and
+    ``reason`` says why.
+
+    Args:
+        interval: seconds between samples (0.01 to 10).
+        nvml: the pynvml module, or a fake in tests (default: the installed one, if any).
+        gpu_index: NVML's index of the GPU; None (default) means the card TensorFlow calls GPU:0
+            (:func:`helpers.nvml.locate`, which follows CUDA_VISIBLE_DEVICES).
+
+    Example:
+        >>> with PowerSampler(interval=0.05, nvml=False) as power:
+        ...     time.sleep(0.1)
+        >>> power.summary()["samples"], power.reason
+        (0, 'NVML is not installed (pip package nvidia-ml-py): no power readings.')
+    """
+
+    def __init__(self, interval: float = 0.05, nvml: Any | None = None, gpu_index: int | None = None) -> None:
+        if not isinstance(interval, (int, float)) or isinstance(interval, bool) or not 0.01 <= interval <= 10:
+            raise ValueError(f"interval={interval!r}: use a number of seconds from 0.01 to 10.")
+        if gpu_index is not None and (not isinstance(gpu_index, int) or isinstance(gpu_index, bool) or gpu_index < 0):
+            raise ValueError(f"gpu_index={gpu_index!r}: use None (TensorFlow's GPU:0) or NVML's index, an int >= 0.")
+        self.interval = float(interval)
+        self._nvml = nvml_api.module() if nvml is None else (nvml or None)  # nvml=False: no NVML, for examples
+        self.gpu_index, self.reason = gpu_index, ""
+        if self._nvml is None:
+            self.reason = "NVML is not installed (pip package nvidia-ml-py): no power readings."
+        elif gpu_index is None:
+            where = nvml_api.locate(0, nvml=self._nvml)
+            self.gpu_index, self.reason = where.index, where.why
+        self.samples: list[tuple[float, float]] = []  # (seconds since start, watts)
+        self.window: list[float] = []  # the clock's first and last readings, in seconds since start
+        self.seconds = 0.0
+        self._start = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def clock(self) -> float:
+        """``time.perf_counter()``, and the reading marks the timed window (give it to ``bench.benchmark``)."""
+        now = time.perf_counter()
+        self.window = [self.window[0] if self.window else now - self._start, now - self._start]
+        return now
+
+    def _open(self) -> Any | None:
+        if self._nvml is None or self.gpu_index is None:
+            return None
+        try:
+            self._nvml.nvmlInit()
+        except Exception as exc:
+            self.reason = f"no NVIDIA driver here (NVML could not start: {exc}): no power readings."
+            return None
+        handle = nvml_api._nvml_call(self._nvml.nvmlDeviceGetHandleByIndex, self.gpu_index)
+        if handle is None or nvml_api._nvml_call(self._nvml.nvmlDeviceGetPowerUsage, handle) is None:
+            self.reason = f"NVML reads no power of GPU {self.gpu_index}: no power readings."
+            nvml_api._nvml_call(self._nvml.nvmlShutdown)
+            return None
+        return handle
+
+    def _run(self, handle: Any) -> None:
+        while True:
+            milliwatts = nvml_api._nvml_call(self._nvml.nvmlDeviceGetPowerUsage, handle)
+            if milliwatts is not None and not self._stop.is_set():
+                self.samples.append((time.perf_counter() - self._start, milliwatts / 1000.0))
+            if self._stop.wait(self.interval):
+                break
+
+    def start(self) -> PowerSampler:
+        """Start sampling. Raises RuntimeError when already running."""
+        if self._thread is not None:
+            raise RuntimeError("The power sampler is already running: call stop() first.")
+        self.samples, self.window, self.seconds = [], [], 0.0
+        self._stop.clear()
+        self._start = time.perf_counter()
+        handle = self._open()
+        if handle is not None:
+            self._thread = threading.Thread(target=self._run, args=(handle,), name="power-sampler", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> PowerSampler:
+        """Stop sampling (no sample is taken after this) and wait for the thread; safe to call twice."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+            nvml_api._nvml_call(self._nvml.nvmlShutdown)
+        if self._start and not self.seconds:
+            self.seconds = time.perf_counter() - self._start
+        return self
+
+    def __enter__(self) -> PowerSampler:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def summary(self) -> dict[str, Any]:
+        """The samples of the timed window (all of them when :meth:`clock` was not used), summed up.
+
+        ``energy_j`` is the mean power of those samples times the window's seconds: the energy of the
+        timed work, from power read while it ran. Without samples the figures are None.
+
+        Example:
+            >>> p = PowerSampler(nvml=False)
+            >>> p.samples, p.window = [(0.1, 60.0), (0.2, 70.0), (0.9, 20.0)], [0.05, 0.55]
+            >>> s = p.summary()
+            >>> s["samples"], s["mean_w"], s["max_w"], s["seconds"], s["energy_j"]
+            (2, 65.0, 70.0, 0.5, 32.5)
+        """
+        start, end = self.window if len(self.window) == 2 else (0.0, self.seconds)
+        watts = [w for t, w in self.samples if start <= t <= end]
+        mean = statistics.fmean(watts) if watts else None
+        return {"samples": len(watts), "seconds": end - start, "mean_w": mean, "max_w": max(watts, default=None),
+                "energy_j": None if mean is None else mean * (end - start), "reason": self.reason}

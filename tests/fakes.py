@@ -182,3 +182,23 @@ class FakeNVML:
 
     def nvmlDeviceGetTemperature(self, h, sensor):  # noqa: N802
         return self._get("temp", h)
+
+
+class PowerNVML(FakeNVML):
+    """A fake NVML whose GPU 0 draws ``watts`` (set it while a test runs) and logs every power reading.
+
+    ``reads`` holds ``(time.perf_counter(), watts)`` for each ``nvmlDeviceGetPowerUsage`` call, so a test can
+    tell readings taken during a run from one taken after it.
+    """
+
+    def __init__(self, watts=30.0, **kwargs):
+        super().__init__(**kwargs)
+        self.watts, self.reads = watts, []
+
+    def nvmlDeviceGetPowerUsage(self, h):  # noqa: N802
+        import time
+
+        if "power_mw" in self.unsupported:
+            raise NVMLError("Not Supported")
+        self.reads.append((time.perf_counter(), self.watts))
+        return int(self.watts * 1000)

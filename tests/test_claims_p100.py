@@ -63,3 +63,22 @@ def test_a_p100_run_of_09_passes_and_gets_float32():
     wrong = text[:-1] + [f"Your {P100} has compute capability 6.0: train with mixed_bfloat16 (notebook 06)."]
     with pytest.raises(AssertionError, match="compute capability 6.0"):
         nb09.check(run_of(r, wrong))
+
+
+def test_a_09_page_that_scales_the_p100_by_its_peak_is_refused():
+    """The P100 has no Tensor Cores: its row of the cost table says "not comparable", never a rate scaled by peak."""
+    data = fixture("09")
+    nb09.check(run_of(data["results"], data["text"]))  # the fixture's P100 row: not comparable
+    r = copy.deepcopy(data["results"])
+    scaled = 2375 * 18.7 / 312  # what scaling the A100's Tensor Core rate by the P100's plain FP16 peak would give
+    hours = r["run_job"]["images"] / scaled / 3600
+    r["run_cost"]["Tesla P100 PCIe 16 GB"].update(
+        images_per_s=scaled, hours=hours, kwh=hours * 250 / 1000,
+        rate_source="scaled from the A100 40 GB's measured rate by datasheet peak (18.7 / 312 TFLOP/s): a rough guess")
+    text = [line.replace("not comparable (no Tensor Cores)  -      -             not scaled",
+                         f"{scaled:,.0f}  {hours:,.1f}  {hours / 4:,.2f}  scaled by peak: rough")
+            if line.startswith("Tesla P100") else line for line in data["text"]]
+    with pytest.raises(AssertionError, match="Tesla P100"):
+        nb09.check(run_of(r, text))
+    with pytest.raises(AssertionError, match="not comparable"):  # the right figures, the wrong words on the page
+        nb09.check(run_of(data["results"], text))

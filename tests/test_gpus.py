@@ -195,6 +195,21 @@ def test_rates_are_measured_where_nvidia_published_them_else_scaled_by_peak():
     assert math.isclose(rate, 2375 * 989 / 312)
 
 
+def test_the_p100_is_not_comparable_when_rates_are_scaled_from_peaks():
+    """No Tensor Cores: the P100's FP16 peak is plain half precision, so no rate is scaled to it, and no figure
+    derived from a rate (hours, kWh, cost) is printed for it, even with a price."""
+    p100 = BY_NAME["Tesla P100 PCIe 16 GB"]
+    assert not gpus.has_tensor_cores(p100) and all(gpus.has_tensor_cores(g) for g in TABLE if g is not p100)
+    rate, source = gpus.training_rate(p100, TABLE)
+    assert rate is None and source.startswith("not comparable (no Tensor Cores)") and "18.7" in source
+    costs = gpus.run_cost(1e6, TABLE, {"Tesla P100 PCIe 16 GB": 1.0, "Tesla T4": 0.5})
+    assert costs["Tesla P100 PCIe 16 GB"] | {"rate_source": "-"} == {
+        "images_per_s": None, "rate_source": "-", "hours": None, "kwh": None, "cost": None, "fits": None}
+    line = next(x for x in gpus.cost_table(costs).splitlines() if x.startswith("Tesla P100"))
+    assert "not comparable (no Tensor Cores)" in line and line.split()[-2:] == ["not", "scaled"], line
+    assert costs["Tesla T4"]["cost"] is not None  # the other rows keep their numbers
+
+
 def test_run_cost_arithmetic_and_prices():
     images = 1_281_167 * 90
     costs = gpus.run_cost(images, TABLE, {"Tesla T4": 0.5}, job_bytes=18e9)

@@ -185,3 +185,80 @@ def test_choose_names_the_reason_for_every_cpu_fallback():
     assert monitor.choose(FakeNvml(), tf_gpu_count=0)[1].startswith("TensorFlow uses no GPU")
     assert "no reading of GPU 0" in monitor.choose(FakeNvml(fail_init=True), tf_gpu_count=1)[1]
     assert monitor.choose(FakeNvml(), None, 1, why="Because.")[1].startswith("Because. So the sampler")
+
+
+# ---------------------------------------------------------------- PowerSampler: power read during the run
+def fake_benchmark(nvml, watts, seconds):
+    """A GPU that draws `watts` while it works for `seconds`, and idles at 20 W as soon as it is done."""
+    nvml.watts = watts
+    time.sleep(seconds)
+    nvml.watts = 20.0
+
+
+def test_power_is_sampled_during_the_benchmark_not_read_once_after_it():
+    nvml = fakes.PowerNVML(watts=20.0)
+    with monitor.PowerSampler(interval=0.02, nvml=nvml, gpu_index=0) as power:
+        started = time.perf_counter()
+        fake_benchmark(nvml, 65.0, 0.3)
+        ended = time.perf_counter()
+    after = monitor.nvml_api.readings(nvml)[0].power_w  # what a reading after the run sees: the idle GPU
+    s = power.summary()
+    assert after == 20.0 and s["samples"] >= 5, (after, s)
+    during = [w for t, w in nvml.reads if started <= t <= ended]
+    assert len(during) >= 5 and set(during) == {65.0}, during  # many readings, all while it worked
+    assert all(t <= ended + 0.05 for t, _ in nvml.reads[:-1]), "sampled after the run"
+    assert 55.0 <= s["mean_w"] <= 65.0 and s["max_w"] == 65.0, s  # at most the first, idle, sample is 20 W
+    assert abs(s["energy_j"] - s["mean_w"] * s["seconds"]) < 1e-9 and s["seconds"] >= 0.3, s
+
+
+def test_the_benchmark_clock_keeps_only_the_timed_repeats():
+    from helpers import bench
+
+    nvml = fakes.PowerNVML(watts=20.0)
+
+    def step():
+        nvml.watts = 80.0
+        time.sleep(0.03)
+
+    with monitor.PowerSampler(interval=0.01, nvml=nvml, gpu_index=0) as power:
+        time.sleep(0.15)  # idle before the benchmark (tracing, a copy): outside the timed window
+        bench.benchmark(step, warmup=0, repeats=8, sync=None, clock=power.clock)
+        nvml.watts = 20.0
+        time.sleep(0.15)  # idle after it
+    s = power.summary()
+    assert len(power.window) == 2 and 0.15 <= power.window[0] < power.window[1], power.window
+    assert s["samples"] >= 5 and s["mean_w"] >= 70.0 and s["max_w"] == 80.0, s  # the idle samples are left out
+    assert min(w for _, w in power.samples) == 20.0  # they were taken, outside the window
+    assert abs(s["seconds"] - (power.window[1] - power.window[0])) < 1e-9
+
+
+def test_the_power_sampler_says_why_it_has_no_samples():
+    for nvml, why in ((False, "NVML is not installed"), (fakes.FakeNVML(fail_init=True), "NVML could not start"),
+                      (fakes.PowerNVML(unsupported={"power_mw"}), "NVML reads no power of GPU 0")):
+        with monitor.PowerSampler(interval=0.01, nvml=nvml, gpu_index=0) as power:
+            time.sleep(0.05)
+        s = power.summary()
+        assert s["samples"] == 0 and s["mean_w"] is s["energy_j"] is None and why in s["reason"], s
+
+
+def test_the_power_sampler_reads_the_gpu_tensorflow_calls_gpu_0(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    nvml = fakes.PowerNVML(gpus=[dict(fakes.FakeNVML().gpus[0]) for _ in range(2)])
+    assert monitor.PowerSampler(nvml=nvml).gpu_index == 1
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-5d3e8a10")
+    power = monitor.PowerSampler(nvml=nvml)
+    assert power.gpu_index is None and "CUDA_VISIBLE_DEVICES" in power.reason
+
+
+def test_the_power_sampler_rejects_bad_arguments_and_a_second_start():
+    for bad in (0, 11, True, "0.1"):
+        with pytest.raises(ValueError, match="interval="):
+            monitor.PowerSampler(interval=bad, nvml=False)
+    for bad in (-1, 1.0, True):
+        with pytest.raises(ValueError, match="gpu_index="):
+            monitor.PowerSampler(gpu_index=bad, nvml=False)
+    power = monitor.PowerSampler(interval=0.01, nvml=fakes.PowerNVML(), gpu_index=0).start()
+    with pytest.raises(RuntimeError, match="already running"):
+        power.start()
+    power.stop()
+    power.stop()

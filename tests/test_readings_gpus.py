@@ -192,7 +192,9 @@ def test_a_speedup_note_refuses_rates_that_are_not_positive(rate):
 def test_a_training_rate_says_measured_only_where_nvidia_measured(row):
     rate, source = gpus.training_rate(row, TABLE)
     assert source.startswith("measured by NVIDIA") == (row["name"] in gpus.MEASURED_TRAINING)
-    if row["name"] not in gpus.MEASURED_TRAINING:
+    if row["compute_capability"] < 7.0:  # no Tensor Cores: no rate scaled by a Tensor Core peak
+        assert rate is None and source.startswith(gpus.NOT_COMPARABLE), (rate, source)
+    elif row["name"] not in gpus.MEASURED_TRAINING:
         a100 = next(g for g in TABLE if g["name"] == gpus.SCALE_FROM)
         assert math.isclose(rate, 2375 * row["fp16_tensor_tflops_dense"] / a100["fp16_tensor_tflops_dense"])
         assert "rough guess" in source and f"{row['fp16_tensor_tflops_dense']:g}" in source
@@ -208,9 +210,14 @@ def test_the_v100_row_names_the_16_gb_card_nvidia_measured():
 def test_the_cost_table_quotes_the_run_and_labels_each_rate_by_its_source(images, prices):
     costs = gpus.run_cost(images, TABLE, prices, job_bytes=18e9)
     lines = gpus.cost_table(costs).splitlines()
-    assert ("cost" in lines[0].split()) == bool(prices)
+    # a cost column where some GPU has a price and a rate (a priced P100 has no rate, so no cost)
+    assert ("cost" in lines[0].split()) == any(costs[name]["images_per_s"] is not None for name in prices)
     for line, (name, c) in zip(lines[1:], costs.items(), strict=True):
         assert line.startswith(name)
+        if c["images_per_s"] is None:  # the P100: the words in place of a number, and no figure derived from one
+            assert gpus.NOT_COMPARABLE in line and c["hours"] is c["kwh"] is c["cost"] is None, line
+            assert not any(ch.isdigit() for ch in line[len(name):].replace(gpus.NOT_COMPARABLE, "")), line
+            continue
         assert f"{c['hours']:,.1f}" in line and f"{c['kwh']:,.2f}" in line and f"{c['images_per_s']:,.0f}" in line
         assert ("measured by NVIDIA" in line) == c["rate_source"].startswith("measured")
         assert ("scaled by peak: rough" in line) == (not c["rate_source"].startswith("measured"))

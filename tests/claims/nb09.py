@@ -22,7 +22,8 @@ def shared(run) -> None:
     r = run.results
     common.require(r, ("gpu_count", "exercises_solved", "spec_sources", "lookup_demo", "detected", "estimated_bytes",
                 "measured_bytes", "estimate_error", "estimate_parts", "fits", "example_job", "jobs", "images_per_s",
-                "run_cost", "run_job", "cpu_training_days", "nvml_readings", "timing_spread"))
+                "run_cost", "run_job", "cpu_training_days", "nvml_readings", "timing_spread", "activation_check",
+                "benchmark_power"))
     specs = {g["name"]: g for g in data.load_gpu_specs()}
 
     # Every spec row has a source, and the notebook recorded every row.
@@ -65,6 +66,15 @@ def shared(run) -> None:
     images = r["run_job"]["images"]
     assert set(r["run_cost"]) == set(specs)
     for name, c in r["run_cost"].items():
+        if specs[name]["compute_capability"] < 7.0:  # the P100: no Tensor Cores, so no rate scaled by their peak
+            assert c["images_per_s"] is c["hours"] is c["kwh"] is c["cost"] is None, (name, c)
+            assert c["rate_source"].startswith("not comparable (no Tensor Cores)"), (name, c["rate_source"])
+            lines = run.outputs_text().splitlines()  # its row of the cost table (under "GPU  fits  images/s")
+            head = next(i for i, x in enumerate(lines) if x.startswith("GPU ") and "images/s" in x and "kWh" in x)
+            line = next((x for x in lines[head:head + 1 + len(specs)] if x.startswith(name + "  ")), "")
+            assert "not comparable (no Tensor Cores)" in line and not re.search(r"\d", line[len(name):].replace(
+                "not comparable (no Tensor Cores)", "").replace(" no ", " ")), line
+            continue
         assert math.isclose(c["hours"], images / c["images_per_s"] / 3600, rel_tol=1e-9), name
         assert math.isclose(c["kwh"], c["hours"] * specs[name]["tdp_w"] / 1000, rel_tol=1e-9), name
         kind = "measured by NVIDIA" if name in MEASURED_BY_NVIDIA else "scaled from"
@@ -75,6 +85,9 @@ def shared(run) -> None:
     assert "units of this CPU's time per unit of GPU time" in run.outputs_text()  # the blog post's 30, set beside
     assert "measured on this CPU" in run.outputs_text() and "measured by NVIDIA" in run.outputs_text()
 
+    activation_term(run)
+    benchmark_power(run)
+    one_unit_per_table(run.outputs_text())
     readings(run)
 
     assert r["exercises_solved"] is True
@@ -135,6 +148,89 @@ def readings(run) -> None:
     assert '(see "What the estimate leaves out" above)' in text and "see the list above" not in text
 
 
+def activation_term(run) -> None:
+    """The second memory measurement: a line through the peaks at two batch sizes, and its reading.
+
+    Holds on a CPU and on a GPU run alike: both measure an eager step with the same BFC allocator and the same
+    Keras operations (no XLA), and memory counts are bytes, not timings. The tape keeps each layer's output for
+    the backward pass on either device, so the bytes one more image adds are of the order of the estimate's
+    activations per image: 0.88x on this CPU at smoke size (64 px), 1.7x at the learner's 96 px (Keras 3
+    normalises with unfused operations whose results the tape keeps too), and alike on a GPU; the band
+    0.5x-4x refuses a slope that does not grow with the batch or a term counted in the wrong unit.
+    """
+    r, text = run.results, run.outputs_text()
+    a = r["activation_check"]
+    (b1, b2), (p1, p2) = a["batches"], a["peaks"]
+    assert b2 > b1 >= 1 and p2 > p1 > 0, a  # more images, a higher peak
+    assert math.isclose(a["per_image_measured"], (p2 - p1) / (b2 - b1), rel_tol=1e-9), a
+    assert math.isclose(a["fixed_measured"], p1 - b1 * a["per_image_measured"], rel_tol=1e-9, abs_tol=1), a
+    parts = r["estimate_parts"]
+    assert math.isclose(a["per_image_estimated"], parts["activations"] / b1, rel_tol=1e-9), a
+    assert a["fixed_estimated"] == parts["total"] - parts["activations"], a
+    assert math.isclose(a["ratio"], a["per_image_measured"] / a["per_image_estimated"], rel_tol=1e-9), a
+    assert 0.5 <= a["ratio"] <= 4.0, a
+    assert a["holds"] == (abs(a["ratio"] - 1) <= a["tolerance"]), a
+    m = re.search(r"Reading: each extra image costs ([\d.]+)x what the estimate counts; the rule: within (\d+)% of "
+                  r"it\. (The activation term holds\.|The activation term does not hold: the estimate falls further "
+                  r"(below|above) the peak the larger the batch\.) At batch (\d+) the fixed part and the activations "
+                  r"err in (opposite directions|the same direction)", text)
+    assert m, "no activation-term reading"
+    assert m[1] == f"{a['ratio']:.2f}" and int(m[2]) / 100 == a["tolerance"] and int(m[5]) == b1, m[0]
+    assert m[3].endswith("holds.") == a["holds"], m[0]  # the verdict is the rule applied to the unrounded ratio
+    if not a["holds"]:
+        assert m[4] == ("below" if a["ratio"] > 1 else "above"), m[0]
+    cancel = (a["per_image_estimated"] < a["per_image_measured"]) != (a["fixed_estimated"] < a["fixed_measured"])
+    assert (m[6] == "opposite directions") == cancel == a["cancel"], m[0]
+    mib = re.search(r"batch (\d+): ([\d,.]+) MiB, batch (\d+): ([\d,.]+) MiB", text)
+    assert mib and (int(mib[1]), int(mib[3])) == (b1, b2), mib
+    assert (mib[2], mib[4]) == (f"{p1 / 2**20:,.1f}", f"{p2 / 2**20:,.1f}"), mib[0]
+
+
+def benchmark_power(run) -> None:
+    """Power read during the benchmark: the figures add up wherever there are samples (a GPU run); none without NVML.
+
+    On a GPU run the sampler reads NVML while the timed calls run, so energy = mean power x the window's seconds
+    and the page quotes those samples; on a CPU-only run there is no GPU:0 entry (checked in ``on_cpu``).
+    """
+    power, text = run.results["benchmark_power"], run.outputs_text()
+    assert set(power) == set(run.results["images_per_s"]), (set(power), run.results["images_per_s"])
+    for device, p in power.items():
+        assert p["seconds"] > 0 and p["samples"] >= 0, (device, p)
+        if p["samples"]:
+            assert 0 < p["mean_w"] <= p["max_w"], (device, p)
+            assert math.isclose(p["energy_j"], p["mean_w"] * p["seconds"], rel_tol=1e-9), (device, p)
+        else:
+            assert p["mean_w"] is p["max_w"] is p["energy_j"] is None, (device, p)
+    gpu = power.get("GPU:0")
+    if gpu and gpu["samples"]:
+        m = re.search(r"GPU:0 while its benchmark ran: (\d+) NVML samples over ([\d.]+) s, mean (\d+) W, max (\d+) W"
+                      r".*? = ([\d.]+) J, ([\d.]+) J per image at the rate measured\.", text)
+        assert m, "no power line for GPU:0"
+        assert (int(m[1]), m[3], m[4]) == (gpu["samples"], f"{gpu['mean_w']:.0f}", f"{gpu['max_w']:.0f}"), m[0]
+        assert m[5] == f"{gpu['energy_j']:.1f}", m[0]
+        assert m[6] == f"{gpu['mean_w'] / run.results['images_per_s']['GPU:0']:.3f}", m[0]
+    elif gpu:
+        assert "No power samples of GPU:0 during the benchmark: " in text
+
+
+BINARY, DECIMAL = re.compile(r"\b[KMGT]iB\b"), re.compile(r"\b[kKMGT]B\b")
+
+
+def one_unit_per_table(text: str) -> None:
+    """Every table the page prints (a run of lines from the first column, cells two spaces apart) counts memory in
+    binary units (MiB, GiB) or in decimal ones (MB, GB, the datasheet's), never both. Holds on any run: units do not
+    depend on the device, only on the helpers that build the tables."""
+    block: list[str] = []
+    for line in [*text.splitlines(), ""]:
+        if re.match(r"\S.*\S {2,}\S", line):  # a row of a text table: from the first column, cells 2+ spaces apart
+            block.append(line)
+            continue
+        if len(block) >= 2:
+            joined = "\n".join(block)
+            assert not (BINARY.search(joined) and DECIMAL.search(joined)), f"a table mixes units:\n{joined}"
+        block = []
+
+
 def data_row(name: str) -> dict:
     return next(g for g in data.load_gpu_specs() if g["name"] == name)
 
@@ -146,6 +242,7 @@ def on_cpu(run) -> None:
     assert r["detected"] == [] and set(r["images_per_s"]) == {"CPU:0"}, r["images_per_s"]
     if not r["nvml_readings"]:
         assert "No GPU here" in run.outputs_text()
+    assert set(r["benchmark_power"]) == {"CPU:0"}  # no GPU:0 to read while it works
 
 
 def on_gpu(run) -> None:

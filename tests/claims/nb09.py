@@ -154,7 +154,7 @@ def activation_term(run) -> None:
     Holds on a CPU and on a GPU run alike: both measure an eager step with the same BFC allocator and the same
     Keras operations (no XLA), and memory counts are bytes, not timings. The tape keeps each layer's output for
     the backward pass on either device, so the bytes one more image adds are of the order of the estimate's
-    activations per image: 0.88x on this CPU at smoke size (64 px), 1.7x at the learner's 96 px (Keras 3
+    activations per image: 0.88x on this CPU at smoke size (64 px), 1.55x at the learner's 96 px (Keras 3
     normalises with unfused operations whose results the tape keeps too), and alike on a GPU; the band
     0.5x-4x refuses a slope that does not grow with the batch or a term counted in the wrong unit.
     """

@@ -537,6 +537,8 @@ def sweep_reading(label: str, gflops: Mapping[int, float], peak: float | None,
 
 
 def _duration(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:,.3g} s"
     return f"{seconds * 1e6:,.0f} µs" if seconds < 1e-3 else f"{seconds * 1e3:,.3g} ms"
 
 
@@ -743,4 +745,235 @@ def closing_note(r: Mapping[str, Any]) -> list[str]:
         t4 = NVIDIA_T4_RESNET50["fp32"].get(batch)
         vs = f"; a T4 measured by NVIDIA: {t4} images/s at batch {batch}" if t4 else ""
         lines.append(f"ResNet-50 inference on {r.get('resnet50_device', 'this device')}: {rate:.3g} images/s{vs}.")
+    return lines
+
+
+# --------------------------------------------------------------------------- compilation and launch overhead
+# Published by NVIDIA: Alan Gray, "Getting Started with CUDA Graphs", NVIDIA Technical Blog (2019), measured on a
+# Tesla V100 with CUDA 10.1: a short kernel that runs for 2.9 µs, launched 20 times per step.
+GPU_LAUNCH_SOURCE = ("Alan Gray, \"Getting Started with CUDA Graphs\", NVIDIA Technical Blog, "
+                     "https://developer.nvidia.com/blog/cuda-graphs/")
+GPU_LAUNCH_US = {"kernel": 2.9, "waiting after each launch": 9.6, "launches back to back": 3.8,
+                 "one CUDA graph for all launches": 3.4}
+
+
+def _check_seconds(name: str, values: Mapping[Any, float]) -> None:
+    if not values or any(not (isinstance(s, (int, float)) and math.isfinite(s) and s > 0) for s in values.values()):
+        raise ValueError(f"{name}={dict(values)!r}: use positive, finite seconds.")
+
+
+def _check_limit(limit: Any) -> None:
+    if isinstance(limit, bool) or not (isinstance(limit, (int, float)) and math.isfinite(limit) and limit > 0):
+        raise ValueError(f"limit={limit!r}: use a positive share, such as 0.5 for 50%.")
+
+
+def payoff_steps(first_graph: float, steady_graph: float, first_xla: float, steady_xla: float) -> int | None:
+    """Steps (the first call included) after which XLA's total time is at most the plain graph's; None: never.
+
+    After n steps a mode has spent ``first + (n - 1) * steady``. XLA is ahead from the first step when
+    its first call is not slower; it never catches up when its steady step is not faster. Otherwise
+    n is the smallest whole number with ``(n - 1) * (steady_graph - steady_xla) >= first_xla - first_graph``.
+
+    Example:
+        >>> payoff_steps(first_graph=0.25, steady_graph=0.5, first_xla=1.0, steady_xla=0.25)
+        4
+        >>> payoff_steps(0.05, 0.001, 0.3, 0.0012) is None
+        True
+    """
+    _check_seconds("times", {"first_graph": first_graph, "steady_graph": steady_graph, "first_xla": first_xla,
+                             "steady_xla": steady_xla})
+    if first_xla <= first_graph:
+        return 1
+    if steady_xla >= steady_graph:
+        return None
+    return 1 + math.ceil((first_xla - first_graph) / (steady_graph - steady_xla))
+
+
+def _versus(a: float, a_spread: float, b: float, b_spread: float) -> tuple[str, float]:
+    """'faster', 'slower' or 'within noise' for a against b, and the noise band (the larger IQR of the two)."""
+    band = max(a * a_spread, b * b_spread)
+    if abs(a - b) <= band:
+        return "within noise", band
+    return ("faster" if a < b else "slower"), band
+
+
+MODES = ("eager", "tf.function", "tf.function + XLA")
+
+
+def compile_reading(first: Mapping[str, float], steady: Mapping[str, float], spreads: Mapping[str, float],
+                    limit: float = BUSY_SPREAD) -> list[str]:
+    """The reading of the eager / tf.function / XLA training step: first calls in steady steps, then the comparisons.
+
+    Two steady times differ only when their gap is larger than the larger IQR of the two (IQR =
+    spread x median); otherwise they are "within noise". A row whose spread is above `limit` (or
+    NaN) is not compared at all. XLA's payoff is :func:`payoff_steps` against the plain graph.
+
+    Args:
+        first: ``{mode: seconds of the first call}`` for the modes in ``MODES``.
+        steady: ``{mode: median seconds of a warm step}``.
+        spreads: ``{mode: IQR / median of the warm steps}``.
+        limit: the largest spread still called steady.
+
+    Example:
+        >>> compile_reading({"eager": 0.04, "tf.function": 0.056, "tf.function + XLA": 0.218},
+        ...                 {"eager": 0.0025, "tf.function": 0.00054, "tf.function + XLA": 0.000455},
+        ...                 {"eager": 0.05, "tf.function": 0.08, "tf.function + XLA": 0.08})[2][:62]
+        'Reading: XLA saved 85 µs per step against the plain graph (16%'
+    """
+    if set(first) != set(MODES) or set(steady) != set(MODES) or set(spreads) != set(MODES):
+        raise ValueError(f"first, steady and spreads need exactly the modes {list(MODES)}.")
+    _check_seconds("first", first)
+    _check_seconds("steady", steady)
+    _check_limit(limit)
+    lines = ["Rule: a first call costs 'N steady steps' with N = first call / median warm step; two steps differ "
+             "only when their gap exceeds the larger IQR of the two, else they are within noise."]
+    lines[0] += "".join(f" {mode}: first call {_duration(first[mode])} = {first[mode] / steady[mode]:,.0f} steady "
+                        f"steps of {_duration(steady[mode])}." for mode in MODES)
+    noisy = [m for m in MODES if not spreads[m] <= limit]
+    (e, g, x), (se, sg, sx) = ([steady[m] for m in MODES], [spreads[m] for m in MODES])
+    if "eager" in noisy or "tf.function" in noisy:
+        lines.append(f"Reading: eager against tf.function not read: a spread is above {limit:.0%} "
+                     f"({_and([f'{m} {spreads[m]:.0%}' for m in noisy])}); rerun the cell.")
+    else:
+        how, band = _versus(g, sg, e, se)
+        lines.append(f"Reading: tf.function ran the warm step in {_duration(g)} against {_duration(e)} eager: " + (
+            f"{e / g:,.2f}x as fast; the graph runs the step's ops without Python between them." if how == "faster"
+            else f"within noise (gap {_duration(abs(e - g))}, larger IQR {_duration(band)})." if how == "within noise"
+            else f"slower ({g / e:,.2f}x the time): here calling the graph cost more than Python's op-by-op loop."))
+    if "tf.function" in noisy or "tf.function + XLA" in noisy:
+        lines.append(f"Reading: XLA against the plain graph not read: a spread is above {limit:.0%}; rerun the cell.")
+        return lines
+    how, band = _versus(x, sx, g, sg)
+    extra = first["tf.function + XLA"] - first["tf.function"]
+    if how == "within noise":
+        lines.append(f"Reading: XLA's warm step ({_duration(x)}) and the plain graph's ({_duration(g)}) are within "
+                     f"noise (gap {_duration(abs(g - x))}, larger IQR {_duration(band)}): no saving to earn back its "
+                     f"first call, which took {_duration(first['tf.function + XLA'])}.")
+    elif how == "slower":
+        lines.append(f"Reading: XLA's warm step was slower than the plain graph's ({_duration(x)} against "
+                     f"{_duration(g)}): for this model on this device its compilation never pays off.")
+    else:
+        n = payoff_steps(first["tf.function"], g, first["tf.function + XLA"], x)
+        lines.append(f"Reading: XLA saved {_duration(g - x)} per step against the plain graph ({(g - x) / g:.0%} of "
+                     f"its {_duration(g)}), more than the larger IQR ({_duration(band)}). "
+                     + (f"Its first call cost {_duration(extra)} more, earned back after {n:,} steps (first call "
+                        "included) of this model." if n and n > 1 else
+                        "Its first call was no slower, so it is ahead from the first step."))
+    return lines
+
+
+def spe_reading(step_s: Mapping[int, float], spreads: Mapping[int, float], limit: float = BUSY_SPREAD) -> str:
+    """What ``steps_per_execution`` saved per step: the largest value against 1, or "within noise".
+
+    The saving counts only when it exceeds the larger IQR (spread x median) of the two rows; a row
+    whose spread is above `limit` (or NaN) is not read.
+
+    Args:
+        step_s: ``{steps_per_execution: median seconds per training step}``; must hold 1.
+        spreads: ``{steps_per_execution: IQR / median}`` of the same rows.
+
+    Example:
+        >>> spe_reading({1: 0.00077, 8: 0.00049, 32: 0.0004}, {1: 0.1, 8: 0.1, 32: 0.1})[:60]
+        'Reading: steps_per_execution=32 saved 370 µs per step agains'
+    """
+    steps = {int(k): v for k, v in step_s.items()}
+    spread = {int(k): v for k, v in spreads.items()}
+    if 1 not in steps or len(steps) < 2 or set(spread) != set(steps):
+        raise ValueError(f"step_s={dict(step_s)!r}: give 1 and at least one larger steps_per_execution, with a "
+                         "spread for each.")
+    _check_seconds("step_s", steps)
+    _check_limit(limit)
+    k = max(steps)
+    one, many = steps[1], steps[k]
+    noisy = [f"{n}: {spread[n]:.0%}" for n in (1, k) if not spread[n] <= limit]
+    if noisy:
+        return (f"Reading: steps_per_execution=1 against {k} not read: a spread is above {limit:.0%} "
+                f"({', '.join(noisy)}); rerun the cell.")
+    how, band = _versus(many, spread[k], one, spread[1])
+    if how == "within noise":
+        return (f"Reading: steps_per_execution={k} took {_duration(many)} per step against {_duration(one)} at 1: "
+                f"within noise (gap {_duration(abs(one - many))}, larger IQR {_duration(band)}), so the per-step "
+                "overhead it removes is too small to see beside this step's own time.")
+    if how == "slower":
+        return (f"Reading: steps_per_execution={k} took {_duration(many)} per step against {_duration(one)} at 1: "
+                f"slower by more than the larger IQR ({_duration(band)}); here running {k} steps in one call saved "
+                "nothing.")
+    return (f"Reading: steps_per_execution={k} saved {_duration(one - many)} per step against 1 "
+            f"({_duration(one)} -> {_duration(many)}), {(one - many) / one:.0%} of the step, more than the larger IQR "
+            f"({_duration(band)}): Python's loop, the callbacks and the call into the graph ran once per {k} steps "
+            "instead of every step.")
+
+
+def auto_jit_reading(resolved: bool, device_types: Sequence[str]) -> str:
+    """What Keras' ``jit_compile="auto"`` resolved to in this kernel, against its rule for the devices listed.
+
+    Keras 3 (``Trainer._resolve_auto_jit_compile``): XLA off when TensorFlow lists only CPUs; with
+    another device, off under a ``tf.distribute`` strategy, else on when every layer supports it
+    (``model_supports_jit``).
+
+    Example:
+        >>> auto_jit_reading(False, ["CPU"])[:57]
+        'Reading: jit_compile="auto" resolved to False (XLA off): '
+    """
+    if not isinstance(resolved, bool):
+        raise ValueError(f"resolved={resolved!r}: pass the model's jit_compile after compile (True or False).")
+    if not device_types or any(not isinstance(d, str) for d in device_types):
+        raise ValueError(f"device_types={device_types!r}: pass the types TensorFlow lists, such as ['CPU', 'GPU'].")
+    accelerator = [d for d in device_types if d != "CPU"]
+    listed = ", ".join(sorted(set(device_types)))
+    head = f"Reading: jit_compile=\"auto\" resolved to {resolved} (XLA {'on' if resolved else 'off'}): "
+    if not accelerator and not resolved:
+        return (head + f"TensorFlow lists only {listed} devices, and Keras turns XLA off on a CPU-only machine. A "
+                "default compile() on this machine times plain graphs; the same notebook on a Colab GPU would time "
+                "XLA.")
+    if accelerator and resolved:
+        return (head + f"TensorFlow lists {listed}, so Keras turns XLA on (every layer here supports it). A default "
+                "compile() on this machine times XLA; on a laptop without a GPU the same code times plain graphs.")
+    if accelerator:
+        return (head + f"TensorFlow lists {listed}, but a layer without XLA support, a tf.distribute strategy or op "
+                "determinism kept XLA off.")
+    return (head + f"TensorFlow lists only {listed} devices, yet Keras chose XLA: this kernel's Keras does not follow "
+            "its stock rule (the course's tests patch it to take a GPU's compile path on a CPU).")
+
+
+def launch_reading(chain_s: Mapping[str, float], spreads: Mapping[str, float], ops: int,
+                   limit: float = BUSY_SPREAD) -> list[str]:
+    """Per-op cost of a chain of `ops` tiny adds run op by op (eager), as one graph, and fused by XLA.
+
+    The per-op cost is the chain's time / `ops`. XLA is compared with the graph with the same
+    noise rule as :func:`compile_reading` (the gap against the larger IQR); a noisy row is not read.
+
+    Args:
+        chain_s: ``{"eager": s, "tf.function": s, "tf.function + XLA": s}``, median seconds of the whole chain.
+        spreads: IQR / median of each row.
+
+    Example:
+        >>> launch_reading({"eager": 3.15e-3, "tf.function": 1.82e-4, "tf.function + XLA": 1.03e-4},
+        ...                {"eager": 0.01, "tf.function": 0.15, "tf.function + XLA": 0.1}, 200)[0][:57]
+        'Reading: one tiny add cost 15.8 µs eager and 0.91 µs in a'
+    """
+    if set(chain_s) != set(MODES) or set(spreads) != set(MODES):
+        raise ValueError(f"chain_s and spreads need exactly the modes {list(MODES)}.")
+    if isinstance(ops, bool) or not isinstance(ops, int) or ops < 2:
+        raise ValueError(f"ops={ops!r}: use the number of chained ops, an integer >= 2.")
+    _check_seconds("chain_s", chain_s)
+    _check_limit(limit)
+    per = {m: chain_s[m] / ops * 1e6 for m in MODES}
+    noisy = [m for m in MODES if not spreads[m] <= limit]
+    lines = [f"Reading: one tiny add cost {per['eager']:,.3g} µs eager and {per['tf.function']:,.3g} µs in a graph "
+             f"(chain time / {ops}, measured on this device)"
+             + (f"; {_and(noisy)} flagged noisy (spread above {limit:.0%}), so read it as rough." if noisy else
+                f": each op launched on its own costs its dispatch, {per['eager'] / per['tf.function']:,.0f}x more "
+                "when Python hands TensorFlow one op at a time.")]
+    if {"tf.function", "tf.function + XLA"} & set(noisy):
+        lines.append(f"XLA against the graph not read: a spread is above {limit:.0%}; rerun the cell.")
+        return lines
+    x, g = chain_s["tf.function + XLA"], chain_s["tf.function"]
+    how, band = _versus(x, spreads["tf.function + XLA"], g, spreads["tf.function"])
+    lines.append(f"XLA fused the {ops} adds into one kernel: {_duration(x)} for the chain against {_duration(g)} as "
+                 f"{ops} graph ops: " + ("within noise (gap smaller than the larger IQR): on this device a graph op "
+                                         "costs little more than the arithmetic." if how == "within noise" else
+                                         f"{g / x:,.1f}x as fast: one launch and one pass over the data instead of "
+                                         f"{ops}." if how == "faster" else
+                                         "slower here: the fused kernel did not beat the graph on this device."))
     return lines

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from unittest import mock
@@ -11,20 +12,21 @@ import pytest
 from helpers import bench
 from helpers.check import nb03 as check
 from helpers.timing import crossover as model_crossover
+from helpers.timing import payoff_steps as model_payoff
 
 
 def test_checks_are_exported():
-    assert set(check.__all__) == {"gflops", "time_it", "crossover"}
+    assert set(check.__all__) == {"gflops", "time_it", "crossover", "payoff"}
 
 
-@pytest.mark.parametrize("fn", [check.gflops, check.time_it, check.crossover])
+@pytest.mark.parametrize("fn", [check.gflops, check.time_it, check.crossover, check.payoff])
 def test_placeholder_is_not_filled(fn):
     assert "Not answered" in fn(...).message
     assert not fn(None).ok
 
 
 @pytest.mark.parametrize("fn, name", [(check.gflops, "gflops"), (check.time_it, "time_it"),
-                                      (check.crossover, "crossover")])
+                                      (check.crossover, "crossover"), (check.payoff, "payoff")])
 def test_a_function_still_returning_none_is_not_answered_yet(fn, name):
     def placeholder(*args):
         ...  # the notebook's cell before the learner writes anything
@@ -526,3 +528,88 @@ def test_exercise_text_states_the_checks_own_work_times_and_case_counts():
     assert f"calls it on {words[len(check.GFLOPS_CASES)]} made-up sizes and times" in text
     assert f"calls it on {words[len(check.CROSSOVER_CASES)]} made-up sweeps" in text
     assert "0.15 s" not in text and "0.3 s" not in text
+
+
+# ---------------------------------------------------------------- exercise 4: payoff(first_graph, steady_graph, ...)
+def _solution_4(first_graph, steady_graph, first_xla, steady_xla):
+    if first_xla <= first_graph:
+        return 1
+    if steady_xla >= steady_graph:
+        return None
+    return 1 + math.ceil((first_xla - first_graph) / (steady_graph - steady_xla))
+
+
+def _guarded(body):
+    """A learner's formula for the catching-up case, with the two edge cases right."""
+    def answer(fg, sg, fx, sx):
+        if fx <= fg:
+            return 1
+        if sx >= sg:
+            return None
+        return body(fg, sg, fx, sx)
+    return answer
+
+
+def _by_counting(fg, sg, fx, sx):  # walks step by step: no formula at all
+    if fx <= fg:
+        return 1
+    if sx >= sg:
+        return None
+    n, graph, xla = 1, fg, fx
+    while xla > graph:
+        n, graph, xla = n + 1, graph + sg, xla + sx
+    return n
+
+
+def _by_floor_division(fg, sg, fx, sx):  # -(-a // b) rounds up; a whole float is accepted
+    if fx <= fg or sx >= sg:
+        return 1 if fx <= fg else None
+    return 1 - (-(fx - fg) // (sg - sx))
+
+
+def test_payoff_accepts_the_model_answer_and_the_timing_helper():
+    assert check.payoff(_solution_4).ok
+    fb = check.payoff(model_payoff)
+    assert fb.ok and "1 + ceil" in fb.message
+
+
+@pytest.mark.parametrize("answer", [_by_counting, _by_floor_division])
+def test_payoff_accepts_right_answers_written_differently(answer):
+    fb = check.payoff(answer)
+    assert fb.ok, fb.message
+
+
+def test_payoff_cases_cover_every_branch_and_one_exact_whole_quotient():
+    answers = [model_payoff(*case) for case in check.PAYOFF_CASES]
+    assert 1 in answers and answers.count(None) == 2 and sum(isinstance(a, int) and a > 1 for a in answers) == 3
+    assert any((fx - fg) / (sg - sx) == int((fx - fg) / (sg - sx)) for fg, sg, fx, sx in check.PAYOFF_CASES
+               if sx < sg and fx > fg), "no case sits exactly on a whole number of steps"
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (_guarded(lambda fg, sg, fx, sx: math.ceil((fx - fg) / (sg - sx))), "count the first call too"),
+    (_guarded(lambda fg, sg, fx, sx: 1 + math.floor((fx - fg) / (sg - sx))), "You rounded down"),
+    (_guarded(lambda fg, sg, fx, sx: 1 + (fx - fg) // (sg - sx)), "You rounded down"),
+    (_guarded(lambda fg, sg, fx, sx: 2 + int((fx - fg) / (sg - sx))), "already whole"),
+    (_guarded(lambda fg, sg, fx, sx: 1 + round((fx - fg) / (sg - sx))), "rounded to the nearest step"),
+    (_guarded(lambda fg, sg, fx, sx: 1 + (fx - fg) / (sg - sx)), "A number of steps is whole"),
+    (_guarded(lambda fg, sg, fx, sx: fx / sx), "counted in its own warm steps"),
+    (_guarded(lambda fg, sg, fx, sx: 1 + math.ceil(fx / (sg - sx))), "Subtract the graph's first call too"),
+    (_guarded(lambda fg, sg, fx, sx: str(1 + math.ceil((fx - fg) / (sg - sx)))), "return a whole number of steps"),
+    (lambda fg, sg, fx, sx: 1 + math.ceil((fx - fg) / (sg - sx)) if sx < sg else math.inf,
+     "never catches up: return None"),
+    (lambda fg, sg, fx, sx: None if sx >= sg else 1 + math.ceil((fx - fg) / (sg - sx)), "return 1"),
+    (lambda fg, sg, fx, sx: 1 if fx <= fg else 1 + math.ceil((fx - fg) / (sg - sx)), "divided by zero"),
+    (lambda fg, sg, fx, sx: 1 if fx <= fg else None if sx > sg else 1 + math.ceil((fx - fg) / (sg - sx)),
+     "divided by zero"),
+])
+def test_payoff_names_the_mistake_actually_made(answer, hint):
+    fb = check.payoff(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+def test_payoff_refuses_a_constant_and_a_number():
+    assert "a number alone cannot pass" in check.payoff(4).message
+    fb = check.payoff(lambda *times: 4)  # right on the notebook's printed example only
+    assert not fb.ok and "expected 1,907" not in fb.message and "expected 1907" in fb.message, fb.message
+

@@ -17,7 +17,7 @@ from unittest import mock
 
 from helpers.check._feedback import Feedback, call, not_filled, number, returned_none, wrong
 
-__all__ = ["gflops", "time_it", "crossover"]
+__all__ = ["gflops", "time_it", "crossover", "payoff"]
 
 
 
@@ -425,3 +425,120 @@ def _crossover_hint(sizes: list[int], cpu_s: list[float], gpu_s: list[float], go
                      "(gpu_s < cpu_s).")
     return wrong(f"For {shown} you returned {got!r}; the GPU is faster from {expected} on. Walk from the largest "
                  "size down while gpu_s < cpu_s.")
+
+
+# --------------------------------------------------------------------------- exercise 4
+PAYOFF_CASES = [  # (first_graph, steady_graph, first_xla, steady_xla) in seconds; the comment gives the answer
+    (0.056, 0.00054, 0.218, 0.000455),  # 1,907: a small model's step on a 2-core CPU (made up, close to one)
+    (0.25, 0.5, 1.0, 0.25),  # 4: (1.0 - 0.25) / (0.5 - 0.25) = 3 exactly, plus the first call
+    (0.12, 0.0043, 1.47, 0.0026),  # 796: a GPU-like case
+    (0.05, 0.001, 0.3, 0.0012),  # None: XLA's warm step is slower
+    (0.05, 0.001, 0.3, 0.001),  # None: the same warm step, so XLA never catches up
+    (0.3, 0.002, 0.2, 0.001),  # 1: XLA's first call is already faster
+]
+
+
+def _payoff_variants(fg: float, sg: float, fx: float, sx: float) -> dict[str, float]:
+    """What plausible mistakes return for one case where XLA catches up after its first call, by mistake."""
+    if sx >= sg or fx <= fg:
+        return {}
+    ratio = (fx - fg) / (sg - sx)
+    return {"after": math.ceil(ratio), "floor": 1 + math.floor(ratio), "int plus two": 2 + int(ratio),
+            "round": 1 + round(ratio), "unrounded": 1 + ratio, "own steps": fx / sx,
+            "own steps up": math.ceil(fx / sx), "graph's first": 1 + math.ceil(fx / (sg - sx)),
+            "no first": math.ceil(fx / (sg - sx))}
+
+
+PAYOFF_HINTS = {
+    "after": "You counted the steps after the first call: count the first call too, so n = 1 + ceil(extra / saving).",
+    "floor": "You rounded down: after that many steps XLA is still behind. Round up (math.ceil), since n must make "
+             "XLA's total at most the graph's.",
+    "int plus two": "On a quotient that is already whole (the case with exactly 3) you added a step too many: "
+                    "int(x) + 1 rounds up only when x has a fraction. Use math.ceil(x).",
+    "round": "You rounded to the nearest step: rounding down can leave XLA still behind. Round up (math.ceil).",
+    "unrounded": "A number of steps is whole: round the quotient up (math.ceil) and return an int.",
+    "own steps": "That is XLA's first call counted in its own warm steps. The payoff compares XLA with the plain "
+                 "graph: the extra first-call cost (first_xla - first_graph) over the saving per step (steady_graph - "
+                 "steady_xla).",
+    "own steps up": "That is XLA's first call counted in its own warm steps. The payoff compares XLA with the plain "
+                    "graph: the extra first-call cost (first_xla - first_graph) over the saving per step.",
+    "graph's first": "Subtract the graph's first call too: only XLA's extra first-call cost, first_xla - first_graph, "
+                     "has to be earned back.",
+    "no first": "Subtract the graph's first call too: only XLA's extra first-call cost, first_xla - first_graph, has "
+                "to be earned back; and count the first call in n.",
+}
+
+
+def _same(a: float | None, b: float) -> bool:
+    return a is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def _payoff_mistake(answers: list[Any]) -> str | None:
+    """The mistake whose values match the learner's on every case where XLA catches up after its first call."""
+    values = [number(a) if not isinstance(a, (str, bool)) else None for a in answers]
+    table = [_payoff_variants(*case) for case in PAYOFF_CASES]
+    for mistake in PAYOFF_HINTS:
+        if all(_same(v, t[mistake]) for v, t in zip(values, table, strict=True) if t):
+            return mistake
+    return None
+
+
+def payoff(answer: Any) -> Feedback:
+    """Exercise 03.4: ``payoff(first_graph, steady_graph, first_xla, steady_xla)``, steps until XLA is ahead, or None.
+
+    The answer is :func:`helpers.timing.payoff_steps`: the smallest n (the first call included) with
+    ``first_xla + (n - 1) * steady_xla <= first_graph + (n - 1) * steady_graph``; 1 when XLA's first
+    call is not slower; None when its warm step is not faster.
+
+    Example:
+        >>> from helpers.timing import payoff_steps
+        >>> payoff(payoff_steps).ok
+        True
+    """
+    from helpers.timing import payoff_steps
+
+    if (fb := not_filled(answer)) is not None:
+        return fb
+    if not callable(answer):
+        return wrong("Write a function `payoff(first_graph, steady_graph, first_xla, steady_xla)`; the check calls it "
+                     "on several made-up timings, so a number alone cannot pass.")
+    answers = []
+    for case in PAYOFF_CASES:
+        got, fb = call(answer, *case, show_args=True)
+        if fb is not None:
+            if "ZeroDivisionError" in fb.message and case[3] == case[1]:
+                return wrong(f"payoff{case} divided by zero: with the same warm step XLA never catches up; check "
+                             "steady_xla >= steady_graph first and return None.")
+            return fb
+        answers.append(got)
+    if all(got is None for got in answers):
+        return returned_none("payoff")
+    mistake = _payoff_mistake(answers)
+    for case, got in zip(PAYOFF_CASES, answers, strict=True):
+        fg, sg, fx, sx = case
+        shown, expected = f"payoff{case}", payoff_steps(*case)
+        if expected is None:
+            if got is None:
+                continue
+            return wrong(f"{shown} returned {got!r}: XLA's warm step is not faster than the graph's, so it never "
+                         "catches up: return None, not a number (no count of steps is right).")
+        if got is None:
+            return wrong(f"{shown} returned None: XLA's first call is already no slower here, so it is ahead from "
+                         "the first step: return 1." if expected == 1 else f"{shown} returned None: XLA's warm step "
+                         "is faster here, so it catches up; return the step count.")
+        value = number(got) if not isinstance(got, (str, bool)) else None
+        if value is None:
+            return wrong(f"{shown} returned {type(got).__name__} {got!r}: return a whole number of steps (an int), "
+                         "or None.")
+        if value == expected:
+            continue
+        if expected == 1:
+            return wrong(f"{shown} returned {got!r}: XLA's first call ({fx} s) is already no slower than the graph's "
+                         f"({fg} s), so XLA is ahead from the first step: return 1.")
+        if mistake is not None:
+            return wrong(f"{shown} returned {got!r}, expected {expected}. {PAYOFF_HINTS[mistake]}")
+        return wrong(f"{shown} returned {got!r}, expected {expected}: XLA's extra first-call cost "
+                     f"({fx} - {fg} s) over its saving per step ({sg} - {sx} s), rounded up, plus the first call.")
+    return Feedback(True, f"Right: n = 1 + ceil((first_xla - first_graph) / (steady_graph - steady_xla)), 1 when XLA "
+                          f"starts ahead and None when it never catches up ({len(PAYOFF_CASES)} made-up timings, one "
+                          "exactly on a whole step).")

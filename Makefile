@@ -31,6 +31,7 @@ help:
 	@echo "make test-browser  open every notebook in JupyterLab in headless Chromium and run all cells"
 	@echo "make test-colab run every notebook alone on a Colab-like runtime (Python 3.12, TF 2.20, Keras 3.13)"
 	@echo "make test-kaggle run every notebook alone on a Kaggle-like runtime (no google.colab, Kaggle's variables)"
+	@echo "make test-slurm  as root: a one-node SLURM cluster here; notebook 08's worker as a job, killed, requeued"
 	@echo "make book       execute every notebook (learner sizes) and render build/book/index.html"
 	@echo "make bench      measure notebook times, make test, the timer and matmul rates: benchmarks/RESULTS.md"
 	@echo "make gpu-check  on a machine with an NVIDIA GPU: every notebook at learner sizes, claims asserted, a report to send"
@@ -96,6 +97,18 @@ test-kaggle:
 	$(PYTHON) tools/colab_env.py --python $(COLAB_PYTHON) --venv $(COLAB_VENV) >/dev/null
 	COURSE_FAKE_RUNTIME=kaggle KAGGLE_KERNEL_RUN_TYPE=Interactive \
 		$(COLAB_VENV)/bin/pytest -n $(PYTEST_WORKERS) -p no:cacheprovider tests/test_colab_runtime.py
+
+# SLURM as university GPU clusters run it: a one-node cluster started on this machine from Debian's packages
+# (slurm-wlm 22.05 and munge, installed with apt-get when missing and we are root), notebook 08's worker
+# submitted with sbatch, one task killed, the requeued job resumed from its checkpoint (tests/test_slurm_job.py).
+# Where it cannot run (not root, no apt-get) the test is skipped with the reason. Not under tools/offline.py: in a
+# network namespace with only loopback, slurmctld cannot open its port ("Address family not supported by protocol").
+.PHONY: test-slurm
+test-slurm: $(TEST_STAMP)
+	@command -v sbatch >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null; } || \
+		echo "SLURM is missing and cannot be installed here (needs root and apt-get): the test will be skipped"
+	$(PY) -m pytest -m slurm -rs -p no:cacheprovider tests/test_slurm_job.py
 
 test-full: $(TEST_STAMP) kernel
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -m slow tests -s -p no:cacheprovider

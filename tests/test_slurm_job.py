@@ -1,0 +1,151 @@
+"""Notebook 08's worker as a real SLURM job: two tasks train, one is killed, the requeued job resumes.
+
+A one-node SLURM 22.05 cluster (Debian's ``slurm-wlm`` and ``munge``) is started on this machine by
+``tools/slurm_cluster.py``, as root, without systemd or cgroups; ``make test-slurm`` installs the
+packages when they are missing and runs this file (``-m slurm``). Elsewhere it is skipped with the
+reason: not root, no SLURM programs, or not selected with ``-m slurm``.
+
+What happens, and what SLURM 22.05 does at each point:
+
+1. ``helpers.slurm.sbatch_script`` writes the batch script: 2 tasks on the node, ``--requeue``,
+   ``srun --kill-on-bad-exit=1 python worker.py ...``. The worker is notebook 08's script, read from its
+   ``%%writefile`` cells, after a prelude that sets ``TF_CONFIG`` with ``helpers.slurm.set_tf_config_from_slurm``
+   (TensorFlow's ``SlurmClusterResolver``) and prints ``CUDA_VISIBLE_DEVICES`` before and after it.
+2. Task 1 pauses halfway through epoch 2 (the notebook's ``PAUSE_AT_EPOCH``, set by the prelude on the
+   first run only), once epoch 1's checkpoint is on the shared disk. The test then kills that one task
+   with SIGKILL, by the process id ``scontrol listpids <job>.0`` gives for global task 1. (``scancel
+   --signal=KILL <job>.0`` signals every task of the step; scancel has no option for one task.)
+3. ``--kill-on-bad-exit=1``: srun ends the step's other task, and exits non-zero.
+4. SLURM does not requeue a job whose script fails, ``--requeue`` or not (that is for node failures and
+   preemption; slurm.conf's ``RequeueExit`` is cluster-wide). The script runs ``scontrol requeue
+   $SLURM_JOB_ID``: the job goes back to PENDING with the same id, and ``Restarts=1``.
+5. The second run (``SLURM_RESTART_COUNT=1``, logs ``...-run1-task*.out``) restores epoch 1's checkpoint
+   and trains to the last epoch; the job ends COMPLETED.
+
+Afterwards no SLURM daemon, ``slurmstepd`` or worker of this cluster runs any more.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tools"))
+import slurm_cluster  # noqa: E402
+
+from helpers import slurm  # noqa: E402
+
+NOTEBOOK = REPO / "notebooks" / "08_gpu_clusters.ipynb"
+EPOCHS, STEPS, KILL_EPOCH = 3, 20, 2
+PRELUDE = '''import json, os, sys
+sys.path.insert(0, {repo!r})
+from helpers.slurm import set_tf_config_from_slurm
+
+before = os.environ.get("CUDA_VISIBLE_DEVICES")
+config = set_tf_config_from_slurm(port_base=int(os.environ["COURSE_PORT_BASE"]))
+print(f"slurm task {{os.environ['SLURM_PROCID']}}: CUDA_VISIBLE_DEVICES {{before}} -> "
+      f"{{os.environ.get('CUDA_VISIBLE_DEVICES')}}, TF_CONFIG {{json.dumps(config)}}", flush=True)
+if os.environ["SLURM_PROCID"] == "1" and os.environ.get("SLURM_RESTART_COUNT", "0") == "0":
+    os.environ["PAUSE_AT_EPOCH"] = "{kill_epoch}"  # the test kills this task while it waits
+'''
+
+pytestmark = [pytest.mark.slurm,
+              pytest.mark.skipif(bool(slurm_cluster.why_not()), reason=slurm_cluster.why_not() or "ready")]
+
+
+def worker_script() -> str:
+    """Notebook 08's worker.py, from its %%writefile cells (written, then appended to with -a)."""
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    sources = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    parts = [s for s in sources if s.startswith("%%writefile") and "worker.py" in s.split("\n")[0]]
+    assert parts and not parts[0].startswith("%%writefile -a")
+    assert all(p.startswith("%%writefile -a") for p in parts[1:])
+    return "\n".join(part.split("\n", 1)[1] for part in parts)
+
+
+@pytest.fixture(scope="module")
+def cluster(request, tmp_path_factory):
+    if "slurm" not in (request.config.getoption("-m") or ""):
+        pytest.skip("starts SLURM's daemons: runs under make test-slurm (pytest -m slurm) only")
+    with slurm_cluster.SlurmCluster(tmp_path_factory.mktemp("slurm")) as running:
+        yield running
+    assert running.leftovers() == [], "processes of the SLURM cluster still run after it stopped"
+    assert not [p.pid for p in psutil.process_iter(["name"]) if p.info["name"] in slurm_cluster.DAEMONS
+                and str(running.folder) in " ".join(p.cmdline())], "a SLURM daemon of this test still runs"
+
+
+def wait_until(condition, timeout: float, what: str, cluster, job_id: int):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; job: {cluster.job(job_id)}; "
+                         f"slurmctld: {cluster.tail('slurmctld')}")
+
+
+def read(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def test_killed_task_ends_the_step_and_the_requeued_job_resumes_from_the_checkpoint(cluster, tmp_path, monkeypatch):
+    job_dir = tmp_path / "job"
+    (job_dir / "logs").mkdir(parents=True)
+    checkpoints = job_dir / "checkpoints"
+    (job_dir / "worker.py").write_text(PRELUDE.format(repo=str(REPO), kill_epoch=KILL_EPOCH) + worker_script())
+    command = [sys.executable, "worker.py", "--data", str(REPO / "data" / "fashion_mnist_subset.npz"),
+               "--checkpoints", str(checkpoints), "--epochs", str(EPOCHS), "--steps", str(STEPS)]
+    script = slurm.sbatch_script("tf-train", 2, command, tasks_per_node=2, time_limit="15", log_dir="logs",
+                                 max_restarts=1, partition=cluster.partition)
+    (job_dir / "train.sbatch").write_text(script)
+    exported = {"COURSE_PORT_BASE": str(slurm_cluster._free_port()), "PYTHONUNBUFFERED": "1",
+                "CUDA_VISIBLE_DEVICES": "-1", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    for name, value in exported.items():  # sbatch passes its environment on to the job
+        monkeypatch.setenv(name, value)
+    start = time.monotonic()
+    job_id = cluster.submit(job_dir / "train.sbatch", cwd=job_dir)
+    assert cluster.job(job_id).get("Requeue") == "1", cluster.job(job_id)  # --requeue was read
+    logs = {(run, task): job_dir / "logs" / f"tf-train-{job_id}-run{run}-task{task}.out"
+            for run in (0, 1) for task in (0, 1)}
+
+    wait_until(lambda: f"epoch {KILL_EPOCH} half done" in read(logs[0, 1]) and list(checkpoints.glob("ckpt-1.index")),
+               240, f"task 1 halfway through epoch {KILL_EPOCH}, after epoch 1's checkpoint", cluster, job_id)
+    listed = cluster.scontrol("listpids", f"{job_id}.0").stdout.splitlines()[1:]  # PID JOBID STEPID LOCALID GLOBALID
+    victims = [int(row.split()[0]) for row in listed if row.split()[4:5] == ["1"]]
+    assert victims, f"scontrol listpids found no process of task 1: {listed}"
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+
+    wait_until(lambda: cluster.job(job_id).get("Restarts") == "1", 120, "the job to be requeued", cluster, job_id)
+    requeued = time.monotonic()
+    wait_until(lambda: "restored" in read(logs[1, 0]), 240, "the second run's worker 0 to restore", cluster, job_id)
+    restarted = time.monotonic()
+    done = wait_until(lambda: cluster.job(job_id).get("JobState") in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
+                      and cluster.job(job_id), 300, "the requeued job to end", cluster, job_id)
+
+    print(f"\nsubmitted -> task 1 killed {killed - start:.0f} s -> requeued {requeued - killed:.0f} s -> second run "
+          f"restoring {restarted - requeued:.0f} s -> job {done['JobState']} {time.monotonic() - restarted:.0f} s")
+    batch_log = read(job_dir / "logs" / f"tf-train-{job_id}.out")
+    first, second = read(logs[0, 0]), read(logs[1, 0])
+    assert "step failed" in batch_log and "run 1" in batch_log, batch_log
+    assert f'"epoch": {KILL_EPOCH}' not in first, "the first run should not have finished the epoch it was killed in"
+    restored = re.search(r"worker 0: restored (\d+) finished epochs", second)
+    assert restored and int(restored.group(1)) >= 1, second
+    assert f'{{"worker": 0, "epoch": {EPOCHS}' in second and '"done": true' in second, second
+    assert done["JobState"] == "COMPLETED", (done, batch_log)
+    for run, task in logs:
+        line = re.search(r"CUDA_VISIBLE_DEVICES (\S+) -> ([^\s,]+),", read(logs[run, task]))
+        assert line and line.group(1) == line.group(2) == "-1", f"run {run} task {task}: {read(logs[run, task])[:300]}"
+    left = [p.pid for p in psutil.process_iter(["cmdline"]) if str(job_dir) in " ".join(p.info["cmdline"] or [])]
+    assert left == [], f"worker processes still running: {left}"

@@ -7,7 +7,11 @@ starts (:func:`check_replicas`, :func:`visible_gpu_count`), the name of the all-
 uses (:func:`all_reduce_name`), the sketch of data parallelism (:func:`sketch`), the scaling figure
 with NVIDIA's published points (:func:`scaling_figure`, :data:`PUBLISHED`) and the sentences that
 read the measurements, worded for logical CPUs, a split GPU or real GPUs (:func:`devices_reading`,
-:func:`throughput_reading`, :func:`scaling_reading`).
+:func:`throughput_reading`, :func:`scaling_reading`). For the section "All-reduce measured": the ring's
+bytes per device (:func:`ring_bytes`), the prediction fixed cost + bytes / bandwidth
+(:func:`predicted_seconds`), the yardstick copy (:func:`copy_seconds`) and the lines that read them
+(:func:`prediction_reading`, :func:`choices_lines`); for "Regularisation losses under a strategy",
+:func:`regularization_reading`.
 """
 
 from __future__ import annotations
@@ -461,3 +465,176 @@ def scaling_reading(speedup: float, batch_gain: float, replicas: int, kind: str,
     nvidia = "; ".join(f"{p.speedup:.2f}x on {p.label} ({p.efficiency:.0%})" for p in PUBLISHED)
     return text + (f"For comparison, measured by NVIDIA with ResNet-50 in TensorFlow, per-GPU batch fixed: {nvidia} "
                    f"({SOURCE}).")
+
+
+# --------------------------------------------------------------------------- all-reduce measured (notebook 07)
+MATCHES_WITHIN = 2.0  # a measured all-reduce within 2x of the prediction (either way) "matches" it
+
+
+def _count(name: str, value: Any, low: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name}={value!r}: use an integer >= {low}.")
+    return value
+
+
+def ring_bytes(nbytes: float, replicas: int) -> float:
+    """Bytes each device sends (and receives) in one ring all-reduce of `nbytes`: 2 (N-1) / N x `nbytes`.
+
+    Reduce-scatter and all-gather take N-1 steps each; in every step a device sends one chunk of
+    `nbytes` / N (NVIDIA nccl-tests, doc/PERFORMANCE.md, "bus bandwidth").
+
+    Example:
+        >>> ring_bytes(1000, 2), ring_bytes(1000, 4), ring_bytes(1000, 1)
+        (1000.0, 1500.0, 0.0)
+    """
+    nbytes = _positive("nbytes", nbytes)
+    replicas = _count("replicas", replicas)
+    return 2 * (replicas - 1) / replicas * nbytes
+
+
+def predicted_seconds(fixed_s: float, nbytes: float, replicas: int, bytes_per_s: float, shared: bool) -> float:
+    """The all-reduce time a plain model predicts: a fixed cost per call, plus the bytes moved over a bandwidth.
+
+    Bytes moved: :func:`ring_bytes` for one device. When the replicas share one device (`shared`:
+    logical CPUs, or logical GPUs of one card) all N of them move their bytes through the same
+    memory, so N times that; with a device each, each link carries its own.
+
+    Example:
+        >>> round(predicted_seconds(1e-4, 1e6, 2, 1e10, shared=True), 9)  # 1e-4 s + 2 x 1e6 B / 1e10 B/s
+        0.0003
+    """
+    if isinstance(fixed_s, bool) or not isinstance(fixed_s, (int, float)) or not math.isfinite(fixed_s) or fixed_s < 0:
+        raise ValueError(f"fixed_s={fixed_s!r}: use a number of seconds >= 0.")
+    bytes_per_s = _positive("bytes_per_s", bytes_per_s)
+    moved = ring_bytes(nbytes, replicas) * (replicas if shared else 1)
+    return fixed_s + moved / bytes_per_s
+
+
+def copy_seconds(nbytes: int, devices: Sequence[str], kind: str, repeats: int = 5, tf: Any = None) -> float:
+    """Median seconds of a plain copy of `nbytes`: the yardstick bandwidth for the all-reduce.
+
+    * ``kind="CPU"``: logical CPUs share the host's memory, and TensorFlow hands a tensor from one to
+      another without copying it, so the yardstick is a NumPy copy of the bytes in memory.
+    * ``kind="GPU"``: ``tf.identity`` of a tensor on the first replica's device, run on the last one's:
+      a device-to-device copy (over NVLink or PCIe between cards; within the card for logical GPUs),
+      timed with a device sync before the clock stops.
+
+    Example:
+        >>> copy_seconds(4_000_000, ["/device:CPU:0"], "CPU") > 0
+        True
+    """
+    from helpers import bench
+
+    nbytes = _count("nbytes", nbytes, 4)
+    if kind not in ("CPU", "GPU"):
+        raise ValueError(f"kind={kind!r}: use 'CPU' or 'GPU'.")
+    if not devices:
+        raise ValueError("devices=[]: pass the replicas' device names, at least one.")
+    repeats = _count("repeats", repeats)
+    if kind == "CPU":
+        import numpy as np
+
+        src = np.ones(nbytes // 4, dtype=np.float32)
+        dst = np.empty_like(src)
+        return bench.benchmark(np.copyto, dst, src, warmup=2, repeats=repeats, sync=None).median
+    if tf is None:
+        import tensorflow as tf
+    with tf.device(devices[0]):
+        src = tf.ones([nbytes // 4], dtype=tf.float32)
+
+    def copy() -> Any:
+        with tf.device(devices[-1]):
+            return tf.identity(src)
+
+    return bench.benchmark(copy, warmup=2, repeats=repeats).median
+
+
+def prediction_reading(label: str, measured_s: float, predicted_s: float,
+                       matches_within: float = MATCHES_WITHIN) -> str:
+    """One line: a measured all-reduce beside its prediction, and whether it matches by the stated rule.
+
+    The ratio measured / predicted is printed to 2 decimals; the line calls it matching when that
+    printed ratio lies between 1 / `matches_within` and `matches_within`, and says so beside it.
+
+    Example:
+        >>> prediction_reading("0.81 MB", 0.0005, 0.0004)
+        '0.81 MB: measured 0.5 ms, predicted 0.4 ms, ratio 1.25: matches (the rule: within 2x either way).'
+    """
+    measured_s = _positive("measured_s", measured_s)
+    predicted_s = _positive("predicted_s", predicted_s)
+    matches_within = _positive("matches_within", matches_within)
+    if matches_within < 1:
+        raise ValueError(f"matches_within={matches_within!r}: use a factor >= 1 (2 for 'within 2x').")
+    ratio = round(measured_s / predicted_s, 2)
+    rule = f"within {matches_within:g}x either way"
+    head = f"{label}: measured {measured_s * 1e3:.2g} ms, predicted {predicted_s * 1e3:.2g} ms, ratio {ratio:.2f}"
+    if ratio > matches_within:
+        return (f"{head}: slower than predicted, outside the rule ({rule}): the all-reduce does "
+                "more than copy its bytes (it adds the chunks it receives, and writes the sum to a new tensor).")
+    if ratio * matches_within < 1:
+        return (f"{head}: faster than predicted, outside the rule ({rule}): the bytes moved "
+                "are fewer than the model counts, or the copy yardstick was slowed by a busy moment.")
+    return f"{head}: matches (the rule: {rule})."
+
+
+def choices_lines(timings: Mapping[str, float | str], about_as_fast: float = ABOUT_AS_FAST) -> list[str]:
+    """A line per ``cross_device_ops`` choice (its time, or why it did not run), then the one that reads them.
+
+    `timings` maps a choice's name to seconds, or to a string: the error it raised or why it was not
+    run. The last line names the fastest and every choice within `about_as_fast` of it (decided on
+    the times as printed, 2 significant digits in ms).
+
+    Example:
+        >>> choices_lines({"A": 0.001, "B": 0.002, "C": "not run: no GPU"})[-1]
+        'Fastest here: A (1 ms); the others that ran are slower by more than 5% (the rule here).'
+    """
+    if not timings:
+        raise ValueError("timings={}: pass {choice: seconds or the reason it did not run}.")
+    about_as_fast = float(about_as_fast)
+    if not 0 <= about_as_fast < 1:
+        raise ValueError(f"about_as_fast={about_as_fast!r}: use a fraction from 0 up to 1 (0.05 for 5 %).")
+    width = max(len(name) for name in timings)
+    lines, ran = [], {}
+    for name, value in timings.items():
+        if isinstance(value, str):
+            lines.append(f"{name:<{width}}  {value}")
+        else:
+            ms = float(f"{_positive(f'timings[{name!r}]', value) * 1e3:.2g}")  # as printed
+            ran[name] = ms
+            lines.append(f"{name:<{width}}  {ms:g} ms")
+    if not ran:
+        return [*lines, "None of the choices ran here."]
+    best = min(ran, key=ran.get)
+    near = [name for name, ms in ran.items() if name != best and ms <= ran[best] * (1 + about_as_fast)]
+    text = f"Fastest here: {best} ({ran[best]:g} ms); "
+    if near:
+        text += f"within {about_as_fast:.0%} of it, so about as fast (the rule here): {', '.join(near)}."
+    elif len(ran) > 1:
+        text += f"the others that ran are slower by more than {about_as_fast:.0%} (the rule here)."
+    else:
+        text += "the only one that ran."
+    return [*lines, text]
+
+
+def regularization_reading(single: float, scaled: float, unscaled: float, replicas: int, tolerance: float) -> str:
+    """Compare the distributed loss with ``scale_regularization_loss``, and without it, to one device's loss.
+
+    Each figure is the total loss (data + regularisation) summed over the replicas; the rule: a
+    difference of at most `tolerance` (relative) is a match.
+
+    Example:
+        >>> regularization_reading(1.0, 1.0, 1.2, 2, 1e-5).startswith("One device: 1.000000")
+        True
+    """
+    single, scaled, unscaled = (_positive(k, v) for k, v in (("single", single), ("scaled", scaled),
+                                                             ("unscaled", unscaled)))
+    replicas = _count("replicas", replicas)
+    tolerance = _positive("tolerance", tolerance)
+
+    def verdict(value: float) -> str:
+        gap = abs(value - single) / single
+        return f"{'matches' if gap <= tolerance else 'differs'} (relative gap {gap:.1e})"
+
+    return (f"One device: {single:.6f}. {replicas} replica(s) with tf.nn.scale_regularization_loss: {scaled:.6f}, "
+            f"{verdict(scaled)}. Without it: {unscaled:.6f}, {verdict(unscaled)}. The rule: a relative gap of at most "
+            f"{tolerance:.0e} is a match.")

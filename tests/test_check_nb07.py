@@ -185,3 +185,43 @@ def test_checks_never_raise_on_odd_answers():
         for fn in (check.per_replica_batch, check.average_loss, check.scaling_efficiency):
             fb = fn(odd)
             assert not fb.ok
+
+
+# --------------------------------------------------------------------------- exercise 4: ring_send_mb
+def test_ring_send_mb_model_answer_and_variants_pass():
+    assert check.ring_send_mb(lambda params, bytes_per_value, replicas:
+                              2 * (replicas - 1) / replicas * params * bytes_per_value / 1e6).ok
+    assert check.ring_send_mb(lambda p, b, r: p * b * (2 - 2 / r) / 10**6).ok  # the same, factored differently
+    assert check.ring_send_mb(lambda p, b, r: np.float64(2 * (r - 1) * p * b) / (r * 1_000_000)).ok
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (..., "Not answered yet"),
+    (0.81, "Answer with a function"),
+    (lambda p, b, r: None, "returns None"),
+    (lambda p, b, r: 0.81412, "whatever the inputs"),
+    (lambda p, b, r: 2 * p * b / 1e6, "You left out (replicas - 1) / replicas"),  # forgets (N-1)/N
+    (lambda p, b, r: (r - 1) / r * p * b / 1e6, "the reduce-scatter only"),  # forgets the all-gather
+    (lambda p, b, r: 2 * (r - 1) * p * b / 1e6, "what all the replicas send together"),  # x N
+    (lambda p, b, r: 2 * (r - 1) / r * p * b / 2**20, "That is in MiB"),  # units
+    (lambda p, b, r: 2 * (r - 1) / r * p * b, "That is in bytes"),
+    (lambda p, b, r: 2 * (r - 1) / r * p * b / 1e3, "That is in kB"),
+    (lambda p, b, r: 2 * (r - 1) / r * p * b * 8 / 1e6, "That counts bits"),
+    (lambda p, b, r: 2 * (r - 1) // r * p * b / 1e6, "`//` is floor division"),  # integer division
+    (lambda p, b, r: 2 * (r - 1) / r * p * 4 / 1e6, "You counted 4 bytes per value"),  # ignores the dtype
+    (lambda p, b, r: 2 * (r - 1) / r * p / 1e6, "You counted gradients, not bytes"),
+    (lambda p, b, r: p * b / r / 1e6, "That is one chunk"),
+    (lambda p, b, r: round(2 * (r - 1) / r * p * b / 1e6, 2), "you rounded to 2 decimals"),
+    (lambda p, b, r: round(2 * (r - 1) / r * p * b / 1e6), "you rounded to 0 decimals"),
+    (lambda p, b, r: 2 * (r - 1) / r * p * b / 1e6 + 0.5, "Each replica sends 2 (replicas - 1) / replicas"),
+    (lambda p, b, r: p.bit_length() / zero, "raised NameError"),  # noqa: F821
+    (lambda p, b, r: "0.81", "Return a number of megabytes"),
+])
+def test_ring_send_mb_refuses_constants_and_mistakes_with_a_hint(answer, hint):
+    fb = check.ring_send_mb(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+def test_ring_send_mb_hint_names_the_call_that_went_wrong():
+    message = check.ring_send_mb(lambda p, b, r: 2 * p * b / 1e6).message
+    assert "ring_send_mb(203530, 4, 2) returned 1.62824, expected 0.81412" in message

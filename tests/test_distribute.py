@@ -196,3 +196,77 @@ def test_scaling_figure_draws_the_split_ceiling_it_is_given():
     assert list(ceiling[0].get_ydata()) == [1.76, 1.76]
     with pytest.raises(ValueError, match="ceiling="):
         distribute.scaling_figure(2, 1.0, split=True, ceiling=0.0)
+
+
+# --------------------------------------------------------------------------- all-reduce arithmetic and yardstick
+@pytest.mark.parametrize("replicas, factor", [(1, 0.0), (2, 1.0), (4, 1.5), (8, 1.75)])
+def test_ring_bytes_is_two_n_minus_one_over_n_of_the_gradients(replicas, factor):
+    assert distribute.ring_bytes(1000, replicas) == pytest.approx(factor * 1000)
+
+
+@pytest.mark.parametrize("nbytes, replicas, param", [(0, 2, "nbytes="), (-4, 2, "nbytes="), (100, 0, "replicas="),
+                                                      (100, 2.0, "replicas="), (100, True, "replicas=")])
+def test_ring_bytes_refuses_bad_arguments(nbytes, replicas, param):
+    with pytest.raises(ValueError, match=param):
+        distribute.ring_bytes(nbytes, replicas)
+
+
+def test_predicted_seconds_counts_every_replica_on_a_shared_device_and_one_link_otherwise():
+    own = distribute.predicted_seconds(0.001, 4e6, 4, 1e9, shared=False)
+    shared = distribute.predicted_seconds(0.001, 4e6, 4, 1e9, shared=True)
+    assert own == pytest.approx(0.001 + 1.5 * 4e6 / 1e9)
+    assert shared == pytest.approx(0.001 + 4 * 1.5 * 4e6 / 1e9)
+    assert distribute.predicted_seconds(0.002, 4e6, 1, 1e9, shared=True) == 0.002  # one replica: nothing moves
+    with pytest.raises(ValueError, match="fixed_s="):
+        distribute.predicted_seconds(-1, 4e6, 2, 1e9, shared=True)
+    with pytest.raises(ValueError, match="bytes_per_s="):
+        distribute.predicted_seconds(0, 4e6, 2, 0, shared=True)
+
+
+class _RecordingTF:
+    """Just enough of TensorFlow for copy_seconds' GPU branch: records where each tensor is made."""
+
+    float32 = "float32"
+
+    def __init__(self):
+        self.where, self.log = [], []
+
+    def device(self, name):
+        tf = self
+
+        class Scope:
+            def __enter__(self):
+                tf.where.append(name)
+
+            def __exit__(self, *exc):
+                tf.where.pop()
+
+        return Scope()
+
+    def ones(self, shape, dtype=None):
+        self.log.append(("ones", self.where[-1], shape[0]))
+        return "tensor"
+
+    def identity(self, tensor):
+        self.log.append(("identity", self.where[-1]))
+        return tensor
+
+
+def test_copy_seconds_on_gpus_copies_from_the_first_replica_to_the_last(monkeypatch):
+    from helpers import bench
+
+    monkeypatch.setattr(bench, "device_sync", lambda tf=None: (lambda: None))
+    fake = _RecordingTF()
+    seconds = distribute.copy_seconds(4000, ["/device:GPU:0", "/device:GPU:1"], "GPU", repeats=2, tf=fake)
+    assert seconds > 0
+    assert fake.log[0] == ("ones", "/device:GPU:0", 1000)
+    assert set(fake.log[1:]) == {("identity", "/device:GPU:1")}
+
+
+def test_copy_seconds_on_cpus_uses_a_host_copy_and_refuses_bad_arguments():
+    assert distribute.copy_seconds(4_000_000, ["/device:CPU:0", "/device:CPU:1"], "CPU", repeats=2) > 0
+    for kwargs, param in (({"nbytes": 2}, "nbytes="), ({"kind": "TPU"}, "kind="), ({"devices": []}, "devices="),
+                          ({"repeats": 0}, "repeats=")):
+        args = {"nbytes": 4000, "devices": ["/device:CPU:0"], "kind": "CPU", "repeats": 2, **kwargs}
+        with pytest.raises(ValueError, match=param):
+            distribute.copy_seconds(**args)

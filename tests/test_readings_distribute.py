@@ -182,3 +182,78 @@ def test_devices_reading_refuses_no_devices_and_an_unknown_kind():
         distribute.devices_reading(2, [], "CPU", 0)
     with pytest.raises(ValueError, match="kind="):
         distribute.devices_reading(2, ["/device:TPU:0"], "TPU", 0)
+
+
+# --------------------------------------------------------------------------- all-reduce measured
+seconds = st.floats(min_value=1e-7, max_value=10.0, allow_nan=False, allow_infinity=False)
+
+
+@given(measured=seconds, predicted=seconds, within=st.sampled_from([1.0, 1.5, 2.0, 3.0, 10.0]))
+def test_prediction_reading_verdict_follows_the_printed_ratio_and_states_the_rule(measured, predicted, within):
+    text = distribute.prediction_reading("the model's gradients", measured, predicted, within)
+    ratio = float(re.search(r"ratio ([\d.]+):", text).group(1))
+    assert ratio == round(measured / predicted, 2)
+    assert f"within {within:g}x either way" in text
+    if ratio > within:
+        assert "slower than predicted" in text and "matches" not in text
+    elif ratio * within < 1:
+        assert "faster than predicted" in text and "matches" not in text
+    else:
+        assert text.endswith(f"matches (the rule: within {within:g}x either way).")
+    assert f"measured {measured * 1e3:.2g} ms, predicted {predicted * 1e3:.2g} ms" in text
+
+
+@pytest.mark.parametrize("measured, verdict", [(2.0, "matches"), (2.01, "slower"), (0.5, "matches"), (0.49, "faster")])
+def test_prediction_reading_at_the_boundary(measured, verdict):
+    assert verdict in distribute.prediction_reading("x", measured, 1.0, 2.0)
+
+
+@given(bad=bad_numbers)
+def test_prediction_reading_refuses_what_is_not_a_time(bad):
+    with pytest.raises(ValueError, match="measured_s="):
+        distribute.prediction_reading("x", bad, 1.0)
+    with pytest.raises(ValueError, match="matches_within="):
+        distribute.prediction_reading("x", 1.0, 1.0, 0.5)
+
+
+@given(times=st.dictionaries(st.sampled_from(["default", "hierarchical", "one device", "nccl"]),
+                             st.one_of(seconds, st.just("failed: no kernel")), min_size=1),
+       band=st.sampled_from([0.0, 0.05, 0.2]))
+def test_choices_lines_name_the_fastest_of_the_printed_times_and_the_near_ones(times, band):
+    lines = distribute.choices_lines(times, band)
+    assert len(lines) == len(times) + 1
+    ran = {k: float(f"{v * 1e3:.2g}") for k, v in times.items() if not isinstance(v, str)}
+    for name, value in times.items():
+        line = next(line for line in lines[:-1] if line.startswith(name + " "))
+        assert (value in line) if isinstance(value, str) else line.endswith(f"{ran[name]:g} ms")
+    last = lines[-1]
+    if not ran:
+        assert last == "None of the choices ran here."
+        return
+    best = re.search(r"Fastest here: (.+?) \(", last).group(1)
+    assert ran[best] == min(ran.values())
+    near = [k for k in ran if k != best and ran[k] <= ran[best] * (1 + band)]
+    if near:
+        assert "about as fast" in last and all(k in last.split("(the rule here):")[1] for k in near)
+    else:
+        assert "about as fast" not in last
+
+
+@given(single=st.floats(0.01, 100), penalty=st.floats(0.0001, 10), replicas=st.integers(1, 8),
+       gap=st.floats(0, 1e-3), tolerance=st.sampled_from([1e-6, 1e-5, 1e-3]))
+def test_regularization_reading_calls_a_match_only_within_the_tolerance(single, penalty, replicas, gap, tolerance):
+    scaled = single * (1 + gap)
+    unscaled = single + (replicas - 1) * penalty
+    text = distribute.regularization_reading(single, scaled, unscaled, replicas, tolerance)
+    first = text.split("Without it")[0]
+    assert ("matches" in first) == (gap <= tolerance or abs(scaled - single) / single <= tolerance)
+    second = text.split("Without it")[1]
+    assert ("matches" in second) == (abs(unscaled - single) / single <= tolerance)
+    assert f"at most {tolerance:.0e} is a match" in text
+    assert f"One device: {single:.6f}" in text and f"{scaled:.6f}" in text and f"{unscaled:.6f}" in text
+
+
+@given(bad=bad_numbers)
+def test_regularization_reading_refuses_bad_losses(bad):
+    with pytest.raises(ValueError, match="single="):
+        distribute.regularization_reading(bad, 1.0, 1.0, 2, 1e-5)

@@ -8,7 +8,9 @@ Each exercise asks for a function, and the check calls it on inputs it makes up:
 * ``average_loss(per_example, global_batch)`` on one replica's slice of a made-up global batch, for
   every slice: the sum over the replicas (what the all-reduce computes) must be the mean loss of the
   whole batch, whatever the number of replicas;
-* ``scaling_efficiency(samples_1, samples_n, n)`` on made-up throughputs, GPU-like and CPU-like.
+* ``scaling_efficiency(samples_1, samples_n, n)`` on made-up throughputs, GPU-like and CPU-like;
+* ``ring_send_mb(params, bytes_per_value, replicas)`` on made-up models, dtypes and replica counts:
+  the megabytes each replica sends in a ring all-reduce, 2 (N-1) / N x the gradients' bytes.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import numpy as np
 
 from helpers.check._feedback import Feedback, call, not_filled, number, returned_none, wrong
 
-__all__ = ["per_replica_batch", "average_loss", "scaling_efficiency"]
+__all__ = ["per_replica_batch", "average_loss", "scaling_efficiency", "ring_send_mb"]
 
 EXACT = 1e-6  # relative: float32 arithmetic on these losses stays within it, float16 (2**-10 steps) does not
 
@@ -277,3 +279,81 @@ def scaling_efficiency(answer: Any) -> Feedback:
     return Feedback(True, f"Right on all {len(THROUGHPUTS)} made-up throughputs: 1.0 means n devices do n times the "
                           "work of one; NVIDIA measured 0.96 for ResNet-50 on 8 A100s, and a split CPU gives less "
                           "than 1.")
+
+
+# --------------------------------------------------------------------------- exercise 4
+RINGS = ((203_530, 4, 2), (25_600_000, 2, 8), (1_000_000, 4, 4), (7_777, 2, 3), (5_000, 4, 1), (123_457, 4, 6))
+
+
+def _ring_mistakes(p: int, b: int, r: int) -> list[tuple[float, str]]:
+    """(value, hint) for the plausible wrong formulas, most specific first."""
+    size = p * b
+    right = 2 * (r - 1) / r * size / 1e6
+    return [
+        (2 * (r - 1) / r * size / 2**20, "That is in MiB (2**20 bytes). The exercise asks for MB: divide the bytes by "
+                                         "10**6."),
+        (2 * (r - 1) / r * size, "That is in bytes. Return megabytes: divide by 10**6."),
+        (2 * (r - 1) / r * size * 8 / 1e6, "That counts bits (x 8). A gradient of bytes_per_value bytes sends that "
+                                           "many bytes: leave out the 8."),
+        (2 * (r - 1) * size / 1e6, "That is what all the replicas send together (x replicas). Each replica sends "
+                                   "2 (replicas - 1) / replicas of the gradients' bytes."),
+        (2 * size / 1e6, "You left out (replicas - 1) / replicas: each of the 2 (replicas - 1) steps sends one chunk "
+                         "of size / replicas, so 2 (replicas - 1) / replicas x size, which is 0 for one replica."),
+        ((r - 1) / r * size / 1e6, "That is half: the reduce-scatter only. The all-gather sends as much again: "
+                                   "2 (replicas - 1) / replicas x size."),
+        (2 * (r - 1) // r * size / 1e6, "`//` is floor division: 2 * (replicas - 1) // replicas is 1 (or 0), not "
+                                        "1.5 or 1.75. Use / (true division)."),
+        (2 * (r - 1) / r * p * 4 / 1e6, "You counted 4 bytes per value whatever bytes_per_value says: float16 and "
+                                        "bfloat16 gradients take 2. Multiply by bytes_per_value."),
+        (size / r / 1e6, "That is one chunk (size / replicas). A replica sends one chunk in each of the "
+                         "2 (replicas - 1) steps: 2 (replicas - 1) / replicas x size."),
+        (2 * (r - 1) / r * p / 1e6, "You counted gradients, not bytes: multiply by bytes_per_value."),
+        (right * 1e6 / 1e3, "That is in kB (10**3 bytes). Return megabytes: divide the bytes by 10**6."),
+    ]
+
+
+def ring_send_mb(answer: Any) -> Feedback:
+    """Exercise 07.4: ``ring_send_mb(params, bytes_per_value, replicas)`` -> MB each replica sends in a ring all-reduce.
+
+    The answer is 2 (replicas - 1) / replicas x params x bytes_per_value / 10**6.
+
+    Example:
+        >>> ring_send_mb(lambda p, b, r: 2 * (r - 1) / r * p * b / 1e6).ok
+        True
+        >>> ring_send_mb(lambda p, b, r: 2 * p * b / 1e6).ok  # forgets (r - 1) / r
+        False
+    """
+    if (fb := _callable_or_feedback(answer, "ring_send_mb(params, bytes_per_value, replicas)")) is not None:
+        return fb
+    got = []
+    for p, b, r in RINGS:
+        out, fb = call(answer, p, b, r, show_args=True)
+        if fb is not None:
+            return fb
+        if out is None:
+            return returned_none("ring_send_mb")
+        value = number(out)
+        if value is None or not math.isfinite(value):
+            return wrong(f"ring_send_mb({p}, {b}, {r}) returned {out!r}. Return a number of megabytes.")
+        got.append(value)
+    rights = [2 * (r - 1) / r * p * b / 1e6 for p, b, r in RINGS]
+    if all(_close(v, w, EXACT) for v, w in zip(got, rights, strict=True)):
+        return Feedback(True, f"Right on all {len(RINGS)} made-up cases: {rights[0]:.3f} MB for this notebook's model "
+                              "on 2 replicas in float32, and 0 for one replica (nothing to send). The traffic per "
+                              "replica stays below 2x the gradients however many replicas join.")
+    if len(set(got)) == 1:
+        return wrong(f"Your function returns {got[0]:g} whatever the inputs. Compute it from params, bytes_per_value "
+                     "and replicas.")
+    for k in range(7):
+        if all(v == round(w, k) for v, w in zip(got, rights, strict=True)):
+            return wrong(f"ring_send_mb({RINGS[0][0]}, {RINGS[0][1]}, {RINGS[0][2]}) returned {got[0]!r} where the "
+                         f"answer is {rights[0]!r}: you rounded to {k} decimal{'s' if k != 1 else ''}. Return the "
+                         "full value; round only when you print it.")
+    mistakes = [_ring_mistakes(p, b, r) for p, b, r in RINGS]  # per case: [(value, hint), ...] in the same order
+    hint = next((mistakes[0][k][1] for k in range(len(mistakes[0]))  # the one mistake that explains every case
+                 if all(_close(v, case[k][0], 1e-6) for v, case in zip(got, mistakes, strict=True))),
+                "Each replica sends 2 (replicas - 1) / replicas x params x bytes_per_value bytes; divide by 10**6.")
+    for (p, b, r), value, right in zip(RINGS, got, rights, strict=True):
+        if not _close(value, right, EXACT):
+            return wrong(f"ring_send_mb({p}, {b}, {r}) returned {value:.6g}, expected {right:.6g}. {hint}")
+    return wrong("Compare your formula with 2 (replicas - 1) / replicas x params x bytes_per_value / 10**6.")

@@ -12,7 +12,10 @@ from claims import common
 
 KEYS = ("gpu_count", "devices", "devices_available", "fresh_split", "fit", "no_build_error", "final_loss", "loss_gap",
         "replicas", "replicas_asked", "per_replica_batch", "global_batch", "samples_per_s", "scaling_efficiency",
-        "all_reduce_ms", "exercises_solved")
+        "all_reduce_ms", "all_reduce_sizes", "cross_device_ops", "regularization", "input_shapes", "saved",
+        "exercises_solved")
+MATCHES_WITHIN = 2.0  # the page's rule: a measured all-reduce within 2x of its prediction matches it
+EXAMPLES = 1000  # the made-up dataset of section "Input pipelines per replica"
 
 
 def check(run) -> None:
@@ -89,6 +92,11 @@ def shared(run) -> None:
         shown = round(sps["N"] / sps["1"], 2)
         assert (f"The gap to {best:.2f}x is overhead" in text) == (shown < best), (shown, best)
 
+    all_reduce_claims(run)
+    regularization_claims(run)
+    input_claims(run)
+    saved_claims(run)
+
     # fit reports an epoch's mean loss; the custom loop prints its last step's and its last epoch's mean.
     assert "averaged over the last epoch (what fit reports): loss" in text
     assert text.count("averaged over the last epoch (as fit reports it)") == 3
@@ -97,6 +105,82 @@ def shared(run) -> None:
     assert r["exercises_solved"] is True
     assert run.stderr_text() == "", f"stderr on the learner's page:\n{run.stderr_text()[:2000]}"
     assert "Traceback" not in text and "INFO:tensorflow" not in text
+
+
+def all_reduce_claims(run) -> None:
+    """The prediction is the page's formula on the recorded figures, and each printed verdict follows the rule.
+
+    Holds on any hardware: it checks arithmetic and wording against the figures the same run measured,
+    never a speed.
+    """
+    r, text = run.results, run.outputs_text()
+    n, sizes = r["replicas"], r["all_reduce_sizes"]
+    model, big = sizes["bytes"]["the model's gradients"], sizes["bytes"]["16x the gradients"]
+    assert sizes["bytes"]["one float32"] == 4 and big == 16 * model, sizes["bytes"]
+    fixed = sizes["seconds"]["one float32"]
+    for label, predicted in sizes["predicted_seconds"].items():
+        nbytes = sizes["bytes"][label]
+        moved = 2 * (n - 1) / n * nbytes * (n if sizes["shared"] else 1)
+        assert math.isclose(predicted, fixed + moved / (nbytes / sizes["copy_seconds"][label]), rel_tol=1e-9), label
+        line = re.search(rf"{re.escape(label)}: measured [\d.e+-]+ ms, predicted [\d.e+-]+ ms, ratio ([\d.]+): (\w+)",
+                         text)
+        assert line, f"the page reads the all-reduce of {label} against its prediction"
+        ratio = round(sizes["seconds"][label] / predicted, 2)
+        assert float(line[1]) == ratio, (line[0], ratio)
+        verdict = "slower" if ratio > MATCHES_WITHIN else "faster" if ratio * MATCHES_WITHIN < 1 else "matches"
+        assert line[2] == verdict, (line[0], verdict)
+    assert "(the rule: within 2x either way)" in text or "outside the rule (within 2x either way)" in text
+    choices = r["cross_device_ops"]
+    assert set(choices) == {"default (CollectiveAllReduce)", "HierarchicalCopyAllReduce", "ReductionToOneDevice",
+                            "NcclAllReduce"}, choices
+    for name in ("default (CollectiveAllReduce)", "ReductionToOneDevice"):
+        assert _finite(choices[name]) and choices[name] > 0, (name, choices[name])
+    assert "Fastest here: " in text and "(the rule here)" in text or "the only one that ran" in text
+
+
+def regularization_claims(run) -> None:
+    """scale_regularization_loss matches one device; without it the penalty counts N times (any hardware)."""
+    reg, n = run.results["regularization"], run.results["replicas"]
+    assert reg["penalty"] > 0, reg
+    assert abs(reg["scaled"] - reg["single"]) <= reg["tolerance"] * reg["single"], reg
+    assert math.isclose(reg["unscaled"] - reg["single"], (n - 1) * reg["penalty"], rel_tol=1e-3, abs_tol=1e-5), reg
+    text = run.outputs_text()
+    assert "with tf.nn.scale_regularization_loss: " in text and "The rule: a relative gap of at most 1e-05" in text
+    assert re.search(r"scale_regularization_loss: [\d.]+, matches", text), "the scaled loss is read as a match"
+    if n > 1:
+        assert re.search(r"Without it: [\d.]+, differs", text), "the unscaled loss is read as different"
+
+
+def input_claims(run) -> None:
+    """Every way of distributing 1,000 examples: N slices per step, the totals, the contexts (any hardware)."""
+    shapes, n = run.results["input_shapes"], run.results["replicas"]
+    per, g = run.results["per_replica_batch"], run.results["global_batch"]
+    assert shapes, "the input script ran"
+    for way in ("from_function", "from_function_per_replica", "global_batch", "drop_remainder"):
+        steps = shapes[way]
+        assert all(len(step) == n for step in steps), (way, steps[-1])
+        assert all(step == [per] * n for step in steps[:-1]), way
+        total = sum(map(sum, steps))
+        assert total == (EXAMPLES // g * g if way == "drop_remainder" else EXAMPLES), (way, total)
+    assert shapes["contexts"][0] == [0, 1, per], shapes["contexts"]
+    assert shapes["contexts"][1:] == [[i, n, per] for i in range(n)], shapes["contexts"]
+    if EXAMPLES % g:
+        assert shapes["from_function"][-1] != [per] * n and shapes["global_batch"][-1] != [per] * n
+
+
+def saved_claims(run) -> None:
+    """Save, load, callbacks: what each wrote, the resumed epochs, the schedule, the same predictions."""
+    saved, n = run.results["saved"], run.results["replicas"]
+    assert saved["variables"]["without scope"] != "MirroredVariable", saved["variables"]
+    if n > 1:
+        assert saved["variables"]["in strategy.scope()"] == "MirroredVariable", saved["variables"]
+    assert saved["predict_gap"] <= 1e-5, saved["predict_gap"]
+    assert 0 < saved["evaluate"][0] < math.log(10) and 0.1 < saved["evaluate"][1] <= 1, saved["evaluate"]
+    assert {"epoch_1.keras", "epoch_2.keras"} <= set(saved["written"]), saved["written"]
+    assert any(name.startswith("backup/") for name in saved["written"]), "BackupAndRestore wrote its backup"
+    assert saved["resumed_epochs"] == 2 and saved["learning_rates"] == [2.5e-4, 1.25e-4], saved
+    assert {f"epoch_{i}.keras" for i in range(1, 5)} <= set(saved["after"]), saved["after"]
+    assert not any(name.startswith("backup/") for name in saved["after"]), "the backup is deleted after fit"
 
 
 def on_cpu(run) -> None:
@@ -116,6 +200,11 @@ def on_cpu(run) -> None:
         # Measured on TF 2.21 / Keras 3.15.1: a custom loop without optimizer.build fails with 2+ replicas.
         assert "You must feed a value for placeholder tensor" in r["no_build_error"], r["no_build_error"]
         assert r["loss_gap"] < 1e-4, f"on the CPU the two runs match to rounding: gap {r['loss_gap']}"
+    # NCCL has GPU kernels only (tensorflow/python/distribute/cross_device_ops.py); on logical CPUs it fails.
+    assert r["cross_device_ops"]["NcclAllReduce"].startswith("failed: InvalidArgumentError: No OpKernel was "
+                                                             "registered to support Op 'NcclAllReduce'")
+    assert _finite(r["cross_device_ops"]["HierarchicalCopyAllReduce"])
+    assert r["all_reduce_sizes"]["shared"] is True
 
 
 def on_gpu(run) -> None:
@@ -125,7 +214,12 @@ def on_gpu(run) -> None:
     n = r["replicas"]
     assert "measured on this GPU" in text or f"measured on these {n} GPUs" in text
     assert 0 < r["scaling_efficiency"] < 1.5, r["scaling_efficiency"]
+    nccl = r["cross_device_ops"]["NcclAllReduce"]
     if n > r["gpu_count"]:
         assert f"logical GPUs split from {r['gpu_count']} physical GPU" in text
+        assert nccl.startswith("not run: logical GPUs of one card"), nccl
+        assert r["all_reduce_sizes"]["shared"] is True
     elif n > 1:
         assert "has its own GPU" in text
+        assert _finite(nccl) and nccl > 0, f"NCCL runs where every replica has its own GPU: {nccl}"
+        assert r["all_reduce_sizes"]["shared"] is False

@@ -12,10 +12,11 @@ What happens, and what SLURM 22.05 does at each point:
    ``%%writefile`` cells, after a prelude that sets ``TF_CONFIG`` with ``helpers.slurm.set_tf_config_from_slurm``
    (TensorFlow's ``SlurmClusterResolver``) and prints ``CUDA_VISIBLE_DEVICES`` before and after it.
 2. Task 1 pauses halfway through epoch 2 (the notebook's ``PAUSE_AT_EPOCH``, set by the prelude on the
-   first run only), once epoch 1's checkpoint is on the shared disk. The test then kills that one task
-   with SIGKILL, by the process id ``scontrol listpids <job>.0`` gives for global task 1. (``scancel
-   --signal=KILL <job>.0`` signals every task of the step; scancel has no option for one task.)
-3. ``--kill-on-bad-exit=1``: srun ends the step's other task, and exits non-zero.
+   first run only), once epoch 1's checkpoint is on the shared disk. The test then kills, with SIGKILL,
+   either that one task, by the process id ``scontrol listpids <job>.0`` gives for global task 1 (as when
+   one node's process crashes; scancel has no option for one task), or the whole step with
+   ``scancel --signal=KILL <job>.0``, which signals every task of the step.
+3. ``--kill-on-bad-exit=1``: when one task died, srun ends the step's other task; srun exits non-zero.
 4. SLURM does not requeue a job whose script fails, ``--requeue`` or not (that is for node failures and
    preemption; slurm.conf's ``RequeueExit`` is cluster-wide). The script runs ``scontrol requeue
    $SLURM_JOB_ID``: the job goes back to PENDING with the same id, and ``Restarts=1``.
@@ -98,7 +99,9 @@ def read(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 
 
-def test_killed_task_ends_the_step_and_the_requeued_job_resumes_from_the_checkpoint(cluster, tmp_path, monkeypatch):
+@pytest.mark.parametrize("kill", ["one task", "the step"])
+def test_killed_task_ends_the_step_and_the_requeued_job_resumes_from_the_checkpoint(cluster, tmp_path, monkeypatch,
+                                                                                    kill):
     job_dir = tmp_path / "job"
     (job_dir / "logs").mkdir(parents=True)
     checkpoints = job_dir / "checkpoints"
@@ -120,11 +123,15 @@ def test_killed_task_ends_the_step_and_the_requeued_job_resumes_from_the_checkpo
 
     wait_until(lambda: f"epoch {KILL_EPOCH} half done" in read(logs[0, 1]) and list(checkpoints.glob("ckpt-1.index")),
                240, f"task 1 halfway through epoch {KILL_EPOCH}, after epoch 1's checkpoint", cluster, job_id)
-    listed = cluster.scontrol("listpids", f"{job_id}.0").stdout.splitlines()[1:]  # PID JOBID STEPID LOCALID GLOBALID
-    victims = [int(row.split()[0]) for row in listed if row.split()[4:5] == ["1"]]
-    assert victims, f"scontrol listpids found no process of task 1: {listed}"
-    for pid in victims:
-        os.kill(pid, signal.SIGKILL)
+    if kill == "one task":  # as when one node's process crashes
+        listed = cluster.scontrol("listpids", f"{job_id}.0").stdout.splitlines()[1:]  # PID JOBID STEPID LOCAL GLOBAL
+        victims = [int(row.split()[0]) for row in listed if row.split()[4:5] == ["1"]]
+        assert victims, f"scontrol listpids found no process of task 1: {listed}"
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+    else:  # scancel signals every task of the step
+        cancelled = cluster.run("scancel", "--signal=KILL", f"{job_id}.0")
+        assert cancelled.returncode == 0, cancelled.stderr
     killed = time.monotonic()
 
     wait_until(lambda: cluster.job(job_id).get("Restarts") == "1", 120, "the job to be requeued", cluster, job_id)

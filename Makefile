@@ -99,14 +99,15 @@ test-kaggle:
 		$(COLAB_VENV)/bin/pytest -n $(PYTEST_WORKERS) -p no:cacheprovider tests/test_colab_runtime.py
 
 # SLURM as university GPU clusters run it: a one-node cluster started on this machine from Debian's packages
-# (slurm-wlm 22.05 and munge, installed with apt-get when missing and we are root), notebook 08's worker
+# (slurmctld, slurmd, slurm-client 22.05 and munge, installed with apt-get when missing and we are root), notebook 08's worker
 # submitted with sbatch, one task killed, the requeued job resumed from its checkpoint (tests/test_slurm_job.py).
 # Where it cannot run (not root, no apt-get) the test is skipped with the reason. Not under tools/offline.py: in a
 # network namespace with only loopback, slurmctld cannot open its port ("Address family not supported by protocol").
 .PHONY: test-slurm
 test-slurm: $(TEST_STAMP)
 	@command -v sbatch >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null; } || \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		slurmctld slurmd slurm-client munge >/dev/null; } || \
 		echo "SLURM is missing and cannot be installed here (needs root and apt-get): the test will be skipped"
 	$(PY) -m pytest -m slurm -rs -p no:cacheprovider tests/test_slurm_job.py
 

@@ -1,10 +1,11 @@
 """A one-node SLURM cluster on this machine, for ``make test-slurm`` (tests/test_slurm_job.py).
 
-Debian's packages (``slurm-wlm`` 22.05 and ``munge``) run here without systemd and without cgroups: the
-daemons are started directly, in the foreground, as children of this process (``munged -F``,
-``slurmctld -D``, ``slurmd -D``), with a generated ``slurm.conf`` and every state, spool, log, pid and
-socket file in one temporary folder. Nothing in ``/etc`` is read or changed except munge's default key,
-which is not used either (a fresh key is written into the folder).
+Debian's packages (``slurmctld``, ``slurmd`` and ``slurm-client`` 22.05, which ``slurm-wlm`` gathers,
+and ``munge``) run here without systemd and without cgroups: the daemons are started directly, in the
+foreground, as children of this process (``munged -F``, ``slurmctld -D``, ``slurmd -D``), with a
+generated ``slurm.conf`` and every state, spool, log, pid, socket and key file in one temporary folder.
+Nothing in ``/etc`` is changed, and munge's own key there is not used: a fresh one is written into the
+folder.
 
 The configuration is the smallest one that runs jobs as root in a container: ``SlurmUser=root``,
 ``ProctrackType=proctrack/linuxproc`` and ``TaskPlugin=task/none`` (no cgroups), no accounting, one
@@ -38,7 +39,7 @@ import psutil
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "srun", "scontrol", "scancel", "squeue", "sinfo")
-PACKAGES = ("slurm-wlm", "munge")
+PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")  # what the slurm-wlm metapackage installs, and munge
 
 
 def missing_programs() -> list[str]:

@@ -42,6 +42,7 @@ from types import EllipsisType
 from typing import Any
 
 from helpers import children, nvml, params
+from helpers.manifests import PEER_LOST_EXIT
 
 ROOT = Path(__file__).resolve().parent.parent
 GIB = 1024**3
@@ -363,6 +364,7 @@ class LocalCluster:
         self.procs: list[subprocess.Popen] = []
         self.started: list[float] = []  # each process's creation time (psutil), to tell it from a reused pid
         self.how_ended: dict[int, str] = {}
+        self.ended_at: dict[int, float] = {}  # time.monotonic() when each worker was first seen ended (or killed)
         self._offsets: dict[int, int] = {}
         self._text: dict[int, str] = {}
 
@@ -405,6 +407,7 @@ class LocalCluster:
         """SIGKILL worker `index` (and anything it started) now, as when its machine loses power."""
         proc = self._proc(index)
         if proc.poll() is None:
+            self.ended_at.setdefault(index, time.monotonic())
             _kill_group(proc)
             self.how_ended[index] = "killed (SIGKILL)"
         _reap(proc)
@@ -427,22 +430,42 @@ class LocalCluster:
         self.stop()
 
     # -- waiting
-    def wait(self, timeout: float) -> list[int | None]:
-        """Wait at most `timeout` seconds in all for every worker to end; SIGKILL those still running.
+    def wait(self, timeout: float, poll: float = 0.01, only: Sequence[int] | None = None) -> list[int | None]:
+        """Wait at most `timeout` seconds in all for every worker (or those in `only`) to end; SIGKILL those
+        still running.
 
-        Returns each worker's exit code (negative: the signal that ended it, -9 for SIGKILL).
+        Notes when each worker ended (:meth:`seconds_since`), to within `poll` seconds. Returns each
+        worker's exit code (negative: the signal that ended it, -9 for SIGKILL; None: still running).
         """
-        if not isinstance(timeout, (int, float)) or timeout <= 0:
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             raise ValueError(f"timeout={timeout!r}: use a positive number of seconds.")
+        watched = list(range(len(self.procs))) if only is None else list(only)
+        for index in watched:
+            self._proc(index)  # a ValueError for an index that is no worker
         deadline = time.monotonic() + timeout
-        for index, proc in enumerate(self.procs):
-            try:
-                proc.wait(timeout=max(0.01, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _kill_group(proc)
-                self.how_ended[index] = f"still running after {timeout:.0f} s: stopped (SIGKILL)"
-                _reap(proc)
+        while True:
+            now = time.monotonic()
+            running = [i for i in watched if self.procs[i].poll() is None]
+            for index, proc in enumerate(self.procs):
+                if proc.poll() is not None:
+                    self.ended_at.setdefault(index, now)
+            if not running or now > deadline:
+                break
+            time.sleep(poll)
+        for index in running:
+            proc = self.procs[index]
+            self.ended_at.setdefault(index, time.monotonic())
+            _kill_group(proc)
+            self.how_ended[index] = f"still running after {timeout:.0f} s: stopped (SIGKILL)"
+            _reap(proc)
         return self.exit_codes
+
+    def seconds_since(self, start: float) -> list[float | None]:
+        """For each worker, the seconds from `start` (a ``time.monotonic()`` reading) to its end; None: not seen.
+
+        A worker that ended before `start` gives a negative number.
+        """
+        return [self.ended_at[i] - start if i in self.ended_at else None for i in range(len(self.procs))]
 
     def wait_for(self, index: int, pattern: str, timeout: float, poll: float = 0.01) -> bool:
         """Wait until worker `index` writes a line matching the regular expression `pattern`.
@@ -456,6 +479,7 @@ class LocalCluster:
             if regex.search(self.log(index)):
                 return True
             if proc.poll() is not None:
+                self.ended_at.setdefault(index, time.monotonic())
                 return bool(regex.search(self.log(index)))
             if time.monotonic() > deadline:
                 return False
@@ -642,6 +666,57 @@ def json_lines(text: str) -> list[dict[str, Any]]:
             if isinstance(value, dict):
                 found.append(value)
     return found
+
+
+def survivors_reading(exit_codes: Sequence[int | None], seconds: Sequence[float | None], lost: int, bound: float,
+                      code: int = PEER_LOST_EXIT, lost_how: str = "was killed") -> str:
+    """Sentences that read how each survivor of a lost worker ended, from its exit code and its time.
+
+    `seconds[i]` is the time from the loss to worker `i`'s end (:meth:`LocalCluster.seconds_since`).
+    The rule, stated in the sentence: a survivor *exited by itself* when its exit code is `code` (the
+    worker script's "lost the cluster" code) and it ended within `bound` seconds of the loss, as
+    printed (0.1 s). Exit code -9 is the SIGKILL of the notebook's bounded wait: that survivor hung.
+
+    Example:
+        >>> print(survivors_reading([75, -9], [1.23, 0.0], lost=1, bound=40))
+        Worker 1 was killed. Worker 0 exited by itself with code 75, 1.2 s later. Rule: a survivor exits by \
+itself when it ends with code 75 (the script's "lost the cluster") within 40 s; so 1 of 1 did: on Kubernetes \
+its pod fails and the Job replaces it.
+    """
+    if isinstance(lost, bool) or not isinstance(lost, int) or not 0 <= lost < len(exit_codes):
+        raise ValueError(f"lost={lost!r}: use the index of a worker, from 0 to {len(exit_codes) - 1}.")
+    if len(seconds) != len(exit_codes):
+        raise ValueError(f"seconds has {len(seconds)} entries for {len(exit_codes)} exit codes: give one per worker.")
+    if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not bound > 0:
+        raise ValueError(f"bound={bound!r}: use a positive number of seconds.")
+    parts = [f"Worker {lost} {lost_how}."]
+    by_itself = 0
+    survivors = [i for i in range(len(exit_codes)) if i != lost]
+    for i in survivors:
+        exit_code, t = exit_codes[i], seconds[i]
+        when = "at a time not seen" if t is None else (f"{round(t, 1):.1f} s later" if round(t, 1) >= 0 else
+                                                      f"{round(-t, 1):.1f} s before it")
+        if exit_code is None:
+            parts.append(f"Worker {i} is still running.")
+        elif exit_code == code and t is not None and round(t, 1) <= bound:
+            by_itself += 1
+            parts.append(f"Worker {i} exited by itself with code {code}, {when}.")
+        elif exit_code == code:
+            parts.append(f"Worker {i} exited with code {code}, but {when}, past the {bound:g} s bound.")
+        elif exit_code == -9:
+            parts.append(f"Worker {i} hung: it was still running at the end of the bounded wait, and SIGKILL ended it "
+                         f"({when}).")
+        elif exit_code == 0:
+            parts.append(f"Worker {i} finished (exit code 0), {when}: it did not need its peer.")
+        else:
+            parts.append(f"Worker {i} failed with exit code {exit_code}, not {code}, {when}.")
+    if survivors:
+        verdict = ("on Kubernetes its pod fails and the Job replaces it" if by_itself == len(survivors) == 1 else
+                   "on Kubernetes their pods fail and the Job replaces them" if by_itself == len(survivors) else
+                   "a pod whose worker does not exit never fails, and is never replaced")
+        parts.append(f'Rule: a survivor exits by itself when it ends with code {code} (the script\'s "lost the '
+                     f'cluster") within {bound:g} s; so {by_itself} of {len(survivors)} did: {verdict}.')
+    return " ".join(parts)
 
 
 SAME_WEIGHTS = 1e-6  # workers' sums of |w| that agree to this relative tolerance count as identical weights

@@ -38,19 +38,55 @@ RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 
 # --------------------------------------------------------------------------- Kubernetes manifests
 
-def _worker_container(name: str, image: str, args: Sequence[str], port: int, gpus: int,
+PEER_LOST_EXIT = 75  # the worker script's exit code when it loses the cluster (EX_TEMPFAIL in sysexits.h: retry)
+USAGE_EXIT = 2  # argparse's exit code for a wrong command line: restarting cannot fix it
+GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA device plugin's resource name (and the taint of many GPU node pools)
+DEADLINE_S = 6 * 3600  # default activeDeadlineSeconds: the whole job, restarts included, ends by then
+_UNITS = {"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+          "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
+
+
+def quantity(value: Any) -> float:
+    """A Kubernetes resource quantity (``"500m"``, ``"8Gi"``, ``2``) as a plain number (cores, bytes).
+
+    Example:
+        >>> quantity("500m"), quantity("1Gi"), quantity(2)
+        (0.5, 1073741824.0, 2.0)
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"value={value!r}: use a quantity such as 2, '500m' or '8Gi'.")
+    if isinstance(value, (int, float)):
+        return float(value)
+    found = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([a-zA-Z]*)\s*", str(value))
+    if not found or found.group(2) not in _UNITS:
+        units = ", ".join(u for u in _UNITS if u)
+        raise ValueError(f"value={value!r}: use a quantity such as 2, '500m' or '8Gi' (units: none, {units}).")
+    return float(found.group(1)) * _UNITS[found.group(2)]
+
+
+def _worker_container(name: str, image: str, args: Sequence[str], port: int, resources: Mapping[str, Any],
                       env: list[dict[str, Any]], port_name: str) -> dict[str, Any]:
     container: dict[str, Any] = {"name": name, "image": image, "args": [str(a) for a in args]}
     if env:
         container["env"] = env
     container["ports"] = [{"name": port_name, "containerPort": port}]
-    container["volumeMounts"] = [{"name": "checkpoints", "mountPath": "/checkpoints"}]
-    if gpus:
-        container["resources"] = {"limits": {"nvidia.com/gpu": gpus}}
+    container["resources"] = copy.deepcopy(dict(resources))
+    container["volumeMounts"] = [{"name": "checkpoints", "mountPath": "/checkpoints"},
+                                 {"name": "dshm", "mountPath": "/dev/shm"}]
     return container
 
 
-def _check_manifest_args(name: str, n_workers: int, port: int, gpus: int) -> None:
+def _pod_spec(container: dict[str, Any], claim: str, gpus: int, shm: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [container]}
+    if gpus:  # GPU nodes are often tainted so that only pods that ask for GPUs land there
+        spec["tolerations"] = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
+    spec["volumes"] = [{"name": "checkpoints", "persistentVolumeClaim": {"claimName": claim}},
+                       {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}}]
+    return spec
+
+
+def _check_manifest_args(name: str, n_workers: int, port: int, gpus: int, cpus: Any = 1, memory: Any = "1Gi",
+                         shm: Any = "1Gi", deadline_s: Any = DEADLINE_S) -> None:
     if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?", name):
         raise ValueError(f"name={name!r}: use lower-case letters, digits and '-', at most 42 characters "
                          "(a DNS label, with room for the pod index).")
@@ -58,8 +94,50 @@ def _check_manifest_args(name: str, n_workers: int, port: int, gpus: int) -> Non
         raise ValueError(f"n_workers={n_workers!r}: use an integer from 1 to 1000.")
     if not isinstance(port, int) or not 1 <= port <= 65535:
         raise ValueError(f"port={port!r}: use a TCP port from 1 to 65535.")
-    if not isinstance(gpus, int) or gpus < 0:
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 0:
         raise ValueError(f"gpus={gpus!r}: use an integer >= 0 (GPUs per worker).")
+    for label, value in (("cpus", cpus), ("memory", memory), ("shm", shm)):
+        try:
+            ok = quantity(value) > 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(f"{label}={value!r}: use a positive Kubernetes quantity such as 4, '500m' or '16Gi'.")
+    if quantity(shm) >= quantity(memory):
+        raise ValueError(f"shm={shm!r}: /dev/shm lives in the worker's memory, so keep it below memory={memory!r}.")
+    if not isinstance(deadline_s, int) or isinstance(deadline_s, bool) or deadline_s < 60:
+        raise ValueError(f"deadline_s={deadline_s!r}: use whole seconds, at least 60 (activeDeadlineSeconds).")
+
+
+def worker_resources(gpus: int, cpus: Any = 4, memory: Any = "16Gi") -> dict[str, Any]:
+    """A worker container's ``resources``: CPU and memory requested, memory and GPUs limited.
+
+    The memory limit equals the request, so the scheduler places the pod where its whole memory
+    fits; the CPU has no limit (a limit throttles a busy worker, and the all-reduce waits for the
+    slowest); GPUs are set in ``limits`` (an extended resource: a request, if any, must equal it).
+
+    Example:
+        >>> worker_resources(1, cpus=4, memory="16Gi")
+        {'requests': {'cpu': '4', 'memory': '16Gi'}, 'limits': {'memory': '16Gi', 'nvidia.com/gpu': 1}}
+    """
+    limits: dict[str, Any] = {"memory": str(memory)}
+    if gpus:
+        limits[GPU_RESOURCE] = gpus
+    return {"requests": {"cpu": str(cpus), "memory": str(memory)}, "limits": limits}
+
+
+def volume_claim(name: str, storage: str = "1Gi") -> dict[str, Any]:
+    """The ``PersistentVolumeClaim`` for the checkpoints of job `name`, shared by every pod (``ReadWriteMany``).
+
+    Example:
+        >>> volume_claim("tf-train")["metadata"]["name"]
+        'tf-train-checkpoints'
+    """
+    return {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": f"{name}-checkpoints", "labels": {"app": name}},
+        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": storage}}},
+    }
 
 
 def worker_hosts(name: str, n_workers: int, port: int = 2222, service: str | None = None) -> list[str]:
@@ -74,38 +152,48 @@ def worker_hosts(name: str, n_workers: int, port: int = 2222, service: str | Non
 
 
 def indexed_job(name: str, image: str, n_workers: int, args: Sequence[str] = (), port: int = 2222,
-                gpus: int = 1, storage: str = "1Gi") -> list[dict[str, Any]]:
+                gpus: int = 1, storage: str = "1Gi", cpus: Any = 4, memory: Any = "16Gi", shm: Any = "1Gi",
+                deadline_s: int = DEADLINE_S) -> list[dict[str, Any]]:
     """The manifests that run the worker script as an Indexed Job on Kubernetes, in apply order.
 
     * a ``PersistentVolumeClaim`` for the checkpoints, which every pod mounts (``ReadWriteMany``);
     * a headless ``Service`` (``clusterIP: None``): DNS gives each pod the name
       ``<name>-<index>.<name>``, so the workers find each other;
     * a ``Job`` with ``completionMode: Indexed``: pod ``i`` gets ``JOB_COMPLETION_INDEX=i``, and the
-      worker script builds its ``TF_CONFIG`` from that index and ``WORKER_HOSTS``. A worker that
-      fails restarts in place (``restartPolicy: OnFailure``) and resumes from the last checkpoint.
+      worker script builds its ``TF_CONFIG`` from that index and ``WORKER_HOSTS``. A failed pod is
+      replaced (``restartPolicy: Never``), with the same index and name, and resumes from the last
+      checkpoint; ``podFailurePolicy`` fails the whole Job at once on a wrong command line (exit code
+      2), counts a lost peer (exit code 75) against ``backoffLimit``, and does not count a pod that
+      Kubernetes itself evicted or preempted; ``activeDeadlineSeconds`` ends the Job, whatever hangs.
+      Each pod asks for `cpus` and `memory`, `gpus` GPUs, tolerates the GPU nodes' taint, and mounts
+      a memory-backed ``/dev/shm`` of `shm` (NCCL's shared memory).
 
     Example:
         >>> [d["kind"] for d in indexed_job("tf-train", "example.org/tf-worker:1", 2)]
         ['PersistentVolumeClaim', 'Service', 'Job']
     """
-    _check_manifest_args(name, n_workers, port, gpus)
+    _check_manifest_args(name, n_workers, port, gpus, cpus, memory, shm, deadline_s)
     labels = {"app": name}
     env = [
         {"name": "WORKER_HOSTS", "value": ",".join(worker_hosts(name, n_workers, port))},
         {"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
             "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},
     ]
-    claim = {
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
-        "metadata": {"name": f"{name}-checkpoints", "labels": labels},
-        "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": storage}}},
-    }
+    claim = volume_claim(name, storage)
     service = {
         "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": name, "labels": labels},
         "spec": {"clusterIP": "None", "selector": labels,
                  "ports": [{"name": "grpc", "port": port, "targetPort": port}]},
     }
+    container = _worker_container("worker", image, args, port, worker_resources(gpus, cpus, memory), env, "grpc")
+    pod = {"subdomain": name, "restartPolicy": "Never",
+           **_pod_spec(container, claim["metadata"]["name"], gpus, str(shm))}
+    on_exit = [(USAGE_EXIT, "FailJob"), (PEER_LOST_EXIT, "Count")]
+    rules: list[dict[str, Any]] = [  # an empty onPodConditions: the schemas of 1.25 to 1.30 require the field
+        {"action": action, "onExitCodes": {"containerName": "worker", "operator": "In", "values": [code]},
+         "onPodConditions": []} for code, action in on_exit]
+    rules.append({"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]})
     job = {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": {"name": name, "labels": labels},
@@ -114,46 +202,46 @@ def indexed_job(name: str, image: str, n_workers: int, args: Sequence[str] = (),
             "completions": n_workers,
             "parallelism": n_workers,
             "backoffLimit": 4 * n_workers,
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "subdomain": name,
-                    "restartPolicy": "OnFailure",
-                    "containers": [_worker_container("worker", image, args, port, gpus, env, "grpc")],
-                    "volumes": [{"name": "checkpoints", "persistentVolumeClaim": {"claimName": f"{name}-checkpoints"}}],
-                },
-            },
+            "activeDeadlineSeconds": deadline_s,
+            "podFailurePolicy": {"rules": rules},
+            "template": {"metadata": {"labels": labels}, "spec": pod},
         },
     }
     return [claim, service, job]
 
 
 def tfjob(name: str, image: str, n_workers: int, args: Sequence[str] = (), port: int = 2222,
-          gpus: int = 1) -> dict[str, Any]:
-    """A Kubeflow ``TFJob`` that runs the same workers; the training operator writes each ``TF_CONFIG``.
+          gpus: int = 1, storage: str = "1Gi", cpus: Any = 4, memory: Any = "16Gi", shm: Any = "1Gi",
+          deadline_s: int = DEADLINE_S) -> list[dict[str, Any]]:
+    """The volume claim and a Kubeflow ``TFJob`` that runs the same workers, in apply order.
 
-    The operator needs the container to be called ``tensorflow`` and reads its port ``tfjob-port``.
+    The training operator writes each ``TF_CONFIG``; it needs the container to be called
+    ``tensorflow`` and reads its port ``tfjob-port``. ``runPolicy`` bounds the restarts
+    (``backoffLimit``) and the time (``activeDeadlineSeconds``); resources, tolerations and
+    ``/dev/shm`` are those of :func:`indexed_job`.
 
     Example:
-        >>> tfjob("tf-train", "example.org/tf-worker:1", 2)["spec"]["tfReplicaSpecs"]["Worker"]["replicas"]
-        2
+        >>> [d["kind"] for d in tfjob("tf-train", "example.org/tf-worker:1", 2)]
+        ['PersistentVolumeClaim', 'TFJob']
     """
-    _check_manifest_args(name, n_workers, port, gpus)
-    return {
+    _check_manifest_args(name, n_workers, port, gpus, cpus, memory, shm, deadline_s)
+    claim = volume_claim(name, storage)
+    container = _worker_container("tensorflow", image, args, port, worker_resources(gpus, cpus, memory), [],
+                                  "tfjob-port")
+    job = {
         "apiVersion": "kubeflow.org/v1", "kind": "TFJob",
         "metadata": {"name": name},
         "spec": {
-            "runPolicy": {"backoffLimit": 4 * n_workers, "cleanPodPolicy": "Running"},
+            "runPolicy": {"backoffLimit": 4 * n_workers, "activeDeadlineSeconds": deadline_s,
+                          "cleanPodPolicy": "Running"},
             "tfReplicaSpecs": {"Worker": {
                 "replicas": n_workers,
                 "restartPolicy": "OnFailure",
-                "template": {"spec": {
-                    "containers": [_worker_container("tensorflow", image, args, port, gpus, [], "tfjob-port")],
-                    "volumes": [{"name": "checkpoints", "persistentVolumeClaim": {"claimName": f"{name}-checkpoints"}}],
-                }},
+                "template": {"spec": _pod_spec(container, claim["metadata"]["name"], gpus, str(shm))},
             }},
         },
     }
+    return [claim, job]
 
 
 def to_yaml(docs: dict[str, Any] | Sequence[dict[str, Any]]) -> str:
@@ -318,14 +406,19 @@ def _labels_match(selector: Mapping[str, str], labels: Mapping[str, str]) -> boo
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
 
 
-def consistency_errors(docs: Sequence[Mapping[str, Any]]) -> list[str]:
+def consistency_errors(docs: Sequence[Mapping[str, Any]], gpus: int | None = None) -> list[str]:
     """What the schemas cannot see: the parts of the manifests that must agree with each other.
 
-    For an Indexed Job and its headless Service: ``completionMode`` is ``Indexed``, completions equal
-    parallelism equal the number of ``WORKER_HOSTS``, each host is ``<job>-<i>.<service>:<port>`` in
-    index order, the Service is headless, selects the Job's pods and serves the container's port,
-    and the pods' ``subdomain`` is the Service. For a ``TFJob``: known replica types, a known
-    ``restartPolicy``, and a container named ``tensorflow``. Every volume claim must be declared.
+    `docs` is one file, applied on its own. For an Indexed Job and its headless Service:
+    ``completionMode`` is ``Indexed``, completions equal parallelism equal the number of
+    ``WORKER_HOSTS``, each host is ``<job>-<i>.<service>:<port>`` in index order, the Service is
+    headless, selects the Job's pods and serves the container's port, the pods' ``subdomain`` is the
+    Service, a ``podFailurePolicy`` comes with ``restartPolicy: Never``, and the Job has a deadline.
+    For a ``TFJob``: known replica types, a known ``restartPolicy``, a container named
+    ``tensorflow``, and a deadline. For every pod: each volume claim it mounts is declared in `docs`
+    (none is dangling), limits are at least the requests, a GPU limit equals `gpus` (when given) and
+    any GPU request, a pod with GPUs tolerates the GPU nodes' taint and mounts a memory-backed
+    ``/dev/shm`` with a size limit that fits in its memory limit.
 
     Example:
         >>> consistency_errors(indexed_job("tf-train", "example.org/tf-worker:1", 2))
@@ -349,6 +442,10 @@ def consistency_errors(docs: Sequence[Mapping[str, Any]]) -> list[str]:
                               f"{spec.get('parallelism')}: every worker must run at the same time.")
             if pod.get("restartPolicy") not in ("OnFailure", "Never"):
                 errors.append(f"{where}: a Job's restartPolicy must be OnFailure or Never.")
+            if spec.get("podFailurePolicy") and pod.get("restartPolicy") != "Never":
+                errors.append(f"{where}: a podFailurePolicy needs restartPolicy 'Never' in the pod template, not "
+                              f"{pod.get('restartPolicy')!r}.")
+            errors += _deadline_errors(where, spec.get("activeDeadlineSeconds"))
             service = services.get(pod.get("subdomain", ""))
             if service is None:
                 errors.append(f"{where}: subdomain {pod.get('subdomain')!r} is not the name of a Service here, so the "
@@ -378,10 +475,11 @@ def consistency_errors(docs: Sequence[Mapping[str, Any]]) -> list[str]:
                 if not wanted <= served:
                     errors.append(f"Service {service['metadata']['name']}: serves ports {sorted(served)}, the workers "
                                   f"listen on {sorted(wanted)}.")
-            errors += _claim_errors(where, pod, claims)
+            errors += _pod_errors(where, pod, claims, gpus)
         elif kind == "TFJob":
             where = f"TFJob {name}"
             specs = doc.get("spec", {}).get("tfReplicaSpecs", {})
+            errors += _deadline_errors(where, doc.get("spec", {}).get("runPolicy", {}).get("activeDeadlineSeconds"))
             for replica_type, replica in specs.items():
                 if replica_type not in TFJOB_REPLICA_TYPES:
                     errors.append(f"{where}: replica type {replica_type!r} is unknown: use one of "
@@ -393,24 +491,81 @@ def consistency_errors(docs: Sequence[Mapping[str, Any]]) -> list[str]:
                 if "tensorflow" not in [c.get("name") for c in containers]:
                     errors.append(f"{where}: {replica_type} needs a container named 'tensorflow' (the operator "
                                   "gives that one its TF_CONFIG and port).")
+                errors += _pod_errors(where, replica.get("template", {}).get("spec", {}), claims, gpus, replica_type)
     return errors
 
 
-def _claim_errors(where: str, pod: Mapping[str, Any], claims: set[str]) -> list[str]:
+def _deadline_errors(where: str, deadline: Any) -> list[str]:
+    if isinstance(deadline, int) and not isinstance(deadline, bool) and deadline > 0:
+        return []
+    return [f"{where}: no activeDeadlineSeconds: a worker that hangs (alive, never exiting) keeps the job running, "
+            "and its GPUs taken, for ever."]
+
+
+def _fits(size: Any, limit: Any) -> bool | None:
+    try:
+        return quantity(size) <= quantity(limit)
+    except ValueError:
+        return None  # reported where the limit is compared with its request
+
+
+def _pod_errors(where: str, pod: Mapping[str, Any], claims: set[str], gpus: int | None,
+                replica: str = "") -> list[str]:
+    where = f"{where}: {replica}" if replica else f"{where}:"
     errors = []
-    for volume in pod.get("volumes", []):
+    volumes = {v.get("name"): v for v in pod.get("volumes", [])}
+    for volume in volumes.values():
         claim = volume.get("persistentVolumeClaim", {}).get("claimName")
-        if claim is not None and claims and claim not in claims:
-            errors.append(f"{where}: volume {volume.get('name')!r} uses claim {claim!r}, which is not declared here.")
+        if claim is not None and claim not in claims:
+            errors.append(f"{where} volume {volume.get('name')!r} mounts claim {claim!r}, which is dangling: no "
+                          "PersistentVolumeClaim in this file declares it, so applied alone its pods stay Pending.")
+    for container in pod.get("containers", []):
+        resources = container.get("resources", {})
+        requests, limits = resources.get("requests", {}), resources.get("limits", {})
+        for resource in sorted(set(requests) & set(limits)):
+            try:
+                below = quantity(limits[resource]) < quantity(requests[resource])
+            except ValueError as error:
+                errors.append(f"{where} {resource}: {error}")
+                continue
+            if below:
+                errors.append(f"{where} limit {resource}={limits[resource]} is below its request "
+                              f"{requests[resource]}: Kubernetes refuses a limit below the request.")
+        gpu_limit = limits.get(GPU_RESOURCE, 0)
+        if GPU_RESOURCE in requests and requests[GPU_RESOURCE] != gpu_limit:
+            errors.append(f"{where} {GPU_RESOURCE} request {requests[GPU_RESOURCE]} != limit {gpu_limit}: GPUs "
+                          "cannot be shared or overcommitted, so a request must equal the limit.")
+        if gpus is not None and gpu_limit != gpus:
+            errors.append(f"{where} {GPU_RESOURCE} limit is {gpu_limit}, not the {gpus} GPU(s) per worker the job "
+                          "is for.")
+        if "NCCL" in container.get("args", []) and not gpu_limit:
+            errors.append(f"{where} --collective NCCL without a {GPU_RESOURCE} limit: NCCL needs a GPU per worker.")
+        if not gpu_limit:
+            continue
+        tolerated = any(t.get("key") == GPU_RESOURCE and t.get("effect") in ("NoSchedule", None, "")
+                        and (t.get("operator") == "Exists" or t.get("value") is not None)
+                        for t in pod.get("tolerations", []))
+        if not tolerated:
+            errors.append(f"{where} no toleration for the taint {GPU_RESOURCE}:NoSchedule that GPU nodes often "
+                          "carry: the pod may find no node.")
+        shm = [m.get("name") for m in container.get("volumeMounts", []) if m.get("mountPath") == "/dev/shm"]
+        backing = volumes.get(shm[0], {}).get("emptyDir", {}) if shm else {}
+        if not shm or backing.get("medium") != "Memory" or "sizeLimit" not in backing:
+            errors.append(f"{where} no memory-backed /dev/shm with a sizeLimit (an emptyDir, medium Memory, mounted "
+                          "at /dev/shm): NCCL's shared memory gets the container runtime's small default.")
+        elif "memory" in limits and _fits(backing["sizeLimit"], limits["memory"]) is False:
+            errors.append(f"{where} /dev/shm's sizeLimit {backing['sizeLimit']} exceeds the memory limit "
+                          f"{limits['memory']}: a memory-backed emptyDir counts against it.")
     return errors
 
 
 def manifest_errors(docs: Sequence[Mapping[str, Any]], crd: Mapping[str, Any] | None = None,
-                    versions: Sequence[str] | None = None) -> dict[str, list[str]]:
+                    versions: Sequence[str] | None = None, gpus: int | None = None) -> dict[str, list[str]]:
     """Every check on a set of manifests: ``{"kind/name": [errors]}`` (an empty list: valid).
 
     Built-in kinds go through ``kubernetes-validate`` (strict, every bundled version); a ``TFJob``
-    through the CRD's schema made strict; then :func:`consistency_errors` on the whole set.
+    through the CRD's schema made strict; then :func:`consistency_errors` on the whole set, which is
+    one file applied on its own (`gpus`: the GPUs each worker must get, when you know it).
 
     Example:
         >>> manifest_errors(indexed_job("tf-train", "example.org/tf-worker:1", 2), versions=["1.33"])
@@ -426,7 +581,7 @@ def manifest_errors(docs: Sequence[Mapping[str, Any]], crd: Mapping[str, Any] | 
             report[key] = schema_errors(doc, schema)
         else:
             report[key] = kubernetes_errors(doc, versions)
-    for error in consistency_errors(docs):
+    for error in consistency_errors(docs, gpus):
         kind, name = error.split(":", 1)[0].split(" ", 1)
         report.setdefault(f"{kind.lower()}/{name}", []).append(error)
     return report
@@ -530,7 +685,7 @@ def dockerfile_problems(text: str, tf_version: str, context: str | os.PathLike[s
 # --------------------------------------------------------------------------- what each check catches
 
 def all_checks(docs: Sequence[Mapping[str, Any]], crd: Mapping[str, Any] | None = None,
-               versions: Sequence[str] | None = None) -> dict[str, list[str]]:
+               versions: Sequence[str] | None = None, gpus: int | None = None) -> dict[str, list[str]]:
     """The errors each kind of check finds in `docs`: lenient schemas, strict schemas, cross-checks.
 
     *Lenient* is ``kubernetes-validate`` without ``strict`` and the CRD schema as shipped; *strict*
@@ -551,7 +706,7 @@ def all_checks(docs: Sequence[Mapping[str, Any]], crd: Mapping[str, Any] | None 
         else:
             found["lenient schema"] += kubernetes_errors(doc, versions, strict=False)
             found["strict schema"] += kubernetes_errors(doc, versions, strict=True)
-    found["cross-checks"] = consistency_errors(docs)
+    found["cross-checks"] = consistency_errors(docs, gpus)
     return found
 
 

@@ -133,3 +133,101 @@ def test_pod_tf_config_refuses_constants_and_mistakes_with_a_hint(answer, hint):
     fb = check.pod_tf_config(answer)
     assert not fb.ok
     assert hint in fb.message, fb.message
+
+
+# --------------------------------------------------------------------------- exercise 3: dangling_claims
+def model_dangling_claims(docs):
+    declared = {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"}
+    pods = [d["spec"]["template"]["spec"] for d in docs if d["kind"] == "Job"]
+    pods += [r["template"]["spec"] for d in docs if d["kind"] == "TFJob" for r in d["spec"]["tfReplicaSpecs"].values()]
+    mounted = {v["persistentVolumeClaim"]["claimName"] for p in pods for v in p.get("volumes", [])
+               if "persistentVolumeClaim" in v}
+    return sorted(mounted - declared)
+
+
+def _pods(doc):
+    if doc["kind"] == "Job":
+        return [doc["spec"]["template"]["spec"]]
+    if doc["kind"] == "TFJob":
+        return [r["template"]["spec"] for r in doc["spec"]["tfReplicaSpecs"].values()]
+    return []
+
+
+def test_dangling_claims_model_answer_passes():
+    fb = check.dangling_claims(model_dangling_claims)
+    assert fb.ok, fb.message
+
+
+def test_dangling_claims_written_other_ways_passes():
+    def with_loops(docs):
+        declared, found = [], []
+        for doc in docs:
+            if doc["kind"] == "PersistentVolumeClaim":
+                declared.append(doc["metadata"]["name"])
+        for doc in docs:
+            for pod in _pods(doc):
+                for volume in pod.get("volumes", []):
+                    claim = volume.get("persistentVolumeClaim", {}).get("claimName")
+                    if claim and claim not in declared and claim not in found:
+                        found.append(claim)
+        return sorted(found)
+
+    def from_the_helper(docs):  # the course's own cross-check, read back
+        import re
+
+        from helpers import manifests
+        errors = manifests.consistency_errors(docs)
+        return sorted({m for e in errors for m in re.findall(r"mounts claim '([^']+)', which is dangling", e)})
+
+    for answer in (with_loops, from_the_helper):
+        fb = check.dangling_claims(answer)
+        assert fb.ok, fb.message
+
+
+def _only_jobs(docs):
+    return model_dangling_claims([d for d in docs if d["kind"] != "TFJob"])
+
+
+def _volume_names(docs):
+    declared = {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"}
+    return sorted({v["name"] for d in docs for p in _pods(d) for v in p.get("volumes", [])
+                   if "persistentVolumeClaim" in v} - declared)
+
+
+def _every_volume(docs):
+    declared = {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"}
+    return sorted({v.get("persistentVolumeClaim", {}).get("claimName", v["name"]) for d in docs for p in _pods(d)
+                   for v in p.get("volumes", [])} - declared)
+
+
+def _declared_ones(docs):
+    declared = {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"}
+    return sorted(declared & {v["persistentVolumeClaim"]["claimName"] for d in docs for p in _pods(d)
+                              for v in p.get("volumes", []) if "persistentVolumeClaim" in v})
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (..., "Not answered yet"),
+    (["tf-train-checkpoints"], "Answer with a function"),
+    (lambda docs: None, "returns None"),
+    (lambda docs: [], "not ['ckpt']"),  # a constant: right on the complete files only
+    (_only_jobs, "You looked at Jobs only"),  # the old cross-check's blind spot
+    (lambda docs: model_dangling_claims(docs) if any(d["kind"] == "PersistentVolumeClaim" for d in docs) else [],
+     "the very gap the old cross-check had"),  # the old `claims and ...` condition
+    (_volume_names, "Those are the volumes' names"),
+    (_every_volume, "dshm is an emptyDir"),
+    (_declared_ones, "Those are the claims the file does declare"),
+    (lambda docs: set(model_dangling_claims(docs)), "return a list, sorted"),
+    (lambda docs: tuple(model_dangling_claims(docs)), "return a list, sorted"),
+    (lambda docs: sorted(model_dangling_claims(docs), reverse=True), "a claim out of order"),
+    (lambda docs: [c for d in docs for p in _pods(d) for v in p.get("volumes", []) if "persistentVolumeClaim" in v
+                   for c in [v["persistentVolumeClaim"]["claimName"]]
+                   if c not in {x["metadata"]["name"] for x in docs if x["kind"] == "PersistentVolumeClaim"}],
+     "a claim twice"),
+    (lambda docs: len(model_dangling_claims(docs)), "return a list of claim names"),
+    (lambda docs: docs[0]["spec"]["template"], "raised KeyError"),
+])
+def test_dangling_claims_refuses_constants_and_mistakes_with_a_hint(answer, hint):
+    fb = check.dangling_claims(answer)
+    assert not fb.ok
+    assert hint in fb.message, fb.message

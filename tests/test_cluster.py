@@ -374,11 +374,16 @@ def test_the_worker_script_in_the_notebook_is_the_one_the_dockerfile_runs():
 
     nb = nbformat.read(cluster.ROOT / "notebooks" / "08_gpu_clusters.ipynb", as_version=4)
     parts = [c.source for c in nb.cells if c.cell_type == "code" and "{scratch}/worker.py" in c.source.split("\n")[0]]
-    assert parts[0].startswith('%%writefile "{scratch}/worker.py"') and len(parts) == 4
+    assert parts[0].startswith('%%writefile "{scratch}/worker.py"') and len(parts) == 5
     assert all(p.startswith('%%writefile -a "{scratch}/worker.py"') for p in parts[1:])
     script = "\n".join(p.split("\n", 1)[1] for p in parts)
     compile(script, "worker.py", "exec")
     assert "JOB_COMPLETION_INDEX" in script and "WORKER_HOSTS" in script and "AutoShardPolicy.DATA" in script
+    from helpers import manifests
+
+    # the exit code the podFailurePolicy reads is the one the script ends with when the cluster is lost
+    assert f"PEER_LOST = {manifests.PEER_LOST_EXIT}" in script and "os._exit(PEER_LOST)" in script
+    assert "timeout_seconds=args.collective_timeout" in script
     assert json.dumps({"a": 1})  # the script prints JSON lines that json_lines reads
 
 

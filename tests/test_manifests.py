@@ -25,15 +25,21 @@ def job_docs():
 
 
 @pytest.fixture
-def tf_job():
+def tf_docs():
     return manifests.tfjob("tf-train", IMAGE, 3, args=["--epochs", "5"])
 
 
-def test_generated_manifests_are_valid_on_every_bundled_kubernetes(job_docs, tf_job, crd):
+@pytest.fixture
+def tf_job(tf_docs):
+    return tf_docs[1]
+
+
+def test_generated_manifests_are_valid_on_every_bundled_kubernetes(job_docs, tf_docs, crd):
     assert manifests.kubernetes_versions()[0] == "1.25" and manifests.kubernetes_versions()[-1] == "1.37"
-    report = manifests.manifest_errors(job_docs + [tf_job], crd)  # every version
-    assert report == {"persistentvolumeclaim/tf-train-checkpoints": [], "service/tf-train": [], "job/tf-train": [],
-                      "tfjob/tf-train": []}
+    report = manifests.manifest_errors(job_docs, crd, gpus=1)  # every version
+    assert report == {"persistentvolumeclaim/tf-train-checkpoints": [], "service/tf-train": [], "job/tf-train": []}
+    report = manifests.manifest_errors(tf_docs, crd, gpus=1)
+    assert report == {"persistentvolumeclaim/tf-train-checkpoints": [], "tfjob/tf-train": []}
     hosts = next(e["value"] for e in job_docs[2]["spec"]["template"]["spec"]["containers"][0]["env"]
                  if e["name"] == "WORKER_HOSTS")
     assert hosts == "tf-train-0.tf-train:2222,tf-train-1.tf-train:2222,tf-train-2.tf-train:2222"
@@ -113,7 +119,9 @@ def test_a_bad_enum_value_passes_both_schemas_and_the_cross_checks_catch_it(job_
     (lambda d: d[2]["spec"]["template"]["spec"]["containers"][0]["env"][0].update(value="a:1,b:1"),
      "lists 2 hosts for 3 completions"),
     (lambda d: d[2]["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"].update(claimName="x"),
-     "not declared here"),
+     "which is dangling"),
+    (lambda d: d[2]["spec"]["template"]["spec"].update(restartPolicy="OnFailure"), "podFailurePolicy needs"),
+    (lambda d: d[2]["spec"].pop("activeDeadlineSeconds"), "no activeDeadlineSeconds"),
 ])
 def test_cross_checks_catch_parts_that_disagree(job_docs, break_it, message):
     assert manifests.consistency_errors(job_docs) == []
@@ -142,8 +150,77 @@ def test_manifest_generators_refuse_bad_arguments():
             manifests.indexed_job(**args)
         with pytest.raises(ValueError):
             manifests.tfjob(**args)
-    assert "resources" not in manifests.tfjob("x", IMAGE, 2, gpus=0)["spec"]["tfReplicaSpecs"]["Worker"]["template"][
-        "spec"]["containers"][0]
+    for kwargs in ({"cpus": 0}, {"cpus": "two"}, {"memory": "16 GB"}, {"shm": "32Gi"}, {"deadline_s": 10},
+                   {"deadline_s": 3600.0}, {"gpus": True}):
+        with pytest.raises(ValueError, match=next(iter(kwargs))):
+            manifests.indexed_job("tf-train", IMAGE, 2, **kwargs)
+    pod = manifests.tfjob("x", IMAGE, 2, gpus=0)[1]["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
+    assert "nvidia.com/gpu" not in pod["containers"][0]["resources"]["limits"] and "tolerations" not in pod
+    assert manifests.consistency_errors(manifests.tfjob("x", IMAGE, 2, gpus=0)) == []
+
+
+# --------------------------------------------------------------------------- each file on its own
+
+def test_a_file_that_mounts_a_claim_it_does_not_declare_is_caught(job_docs, tf_docs, crd):
+    """The claim is declared in the other file only: applied alone, the pods would stay Pending.
+    The old check looked at both files together, and not at a TFJob's volumes at all."""
+    assert manifests.consistency_errors(tf_docs) == [] and manifests.consistency_errors(job_docs) == []
+    for alone in ([tf_docs[1]], job_docs[1:]):
+        errors = manifests.consistency_errors(alone)
+        assert len(errors) == 1 and "claim 'tf-train-checkpoints', which is dangling" in errors[0], errors
+        found = manifests.all_checks(alone, crd, ["1.37"])
+        assert found["lenient schema"] == found["strict schema"] == [], found  # no schema sees it
+    assert manifests.consistency_errors(job_docs[1:] + tf_docs[:1]) == []  # declared again: complete
+
+
+# --------------------------------------------------------------------------- resources, tolerations, /dev/shm
+
+def _pod(docs):
+    return docs[2]["spec"]["template"]["spec"] if len(docs) == 3 else docs[1]["spec"]["tfReplicaSpecs"]["Worker"][
+        "template"]["spec"]
+
+
+@pytest.mark.parametrize("which", ["job", "tfjob"])
+@pytest.mark.parametrize("break_it, message", [
+    (lambda p: p["containers"][0]["resources"]["limits"].update(memory="8Gi"), "is below its request 16Gi"),
+    (lambda p: p["containers"][0]["resources"]["limits"].update({"nvidia.com/gpu": 2}), "limit is 2, not the 1"),
+    (lambda p: p["containers"][0]["resources"]["limits"].pop("nvidia.com/gpu"), "limit is 0, not the 1"),
+    (lambda p: p["containers"][0]["resources"]["requests"].update({"nvidia.com/gpu": 2}), "request 2 != limit 1"),
+    (lambda p: p.pop("tolerations"), "no toleration for the taint nvidia.com/gpu:NoSchedule"),
+    (lambda p: p["tolerations"][0].update(key="gpu"), "no toleration"),
+    (lambda p: p["containers"][0]["volumeMounts"].pop(), "no memory-backed /dev/shm"),
+    (lambda p: p["volumes"][1]["emptyDir"].pop("medium"), "no memory-backed /dev/shm"),
+    (lambda p: p["volumes"][1]["emptyDir"].pop("sizeLimit"), "no memory-backed /dev/shm"),
+    (lambda p: p["volumes"][1]["emptyDir"].update(sizeLimit="17Gi"), "exceeds the memory limit 16Gi"),
+    (lambda p: p["containers"][0]["resources"]["limits"].update(memory="16 GB"), "memory: value='16 GB'"),
+])
+def test_resources_that_do_not_add_up_are_caught(job_docs, tf_docs, crd, which, break_it, message):
+    docs = job_docs if which == "job" else tf_docs
+    assert manifests.consistency_errors(docs, gpus=1) == []
+    break_it(_pod(docs))
+    errors = manifests.consistency_errors(docs, gpus=1)
+    assert any(message in e for e in errors), errors
+
+
+def test_nccl_without_a_gpu_and_a_tfjob_without_a_deadline_are_caught(tf_docs):
+    docs = manifests.indexed_job("tf-train", IMAGE, 2, args=["--collective", "NCCL"], gpus=0)
+    assert any("NCCL needs a GPU per worker" in e for e in manifests.consistency_errors(docs))
+    tf_docs[1]["spec"]["runPolicy"].pop("activeDeadlineSeconds")
+    assert any("TFJob tf-train: no activeDeadlineSeconds" in e for e in manifests.consistency_errors(tf_docs))
+
+
+def test_the_job_fails_at_once_on_a_usage_error_and_counts_a_lost_peer(job_docs):
+    rules = job_docs[2]["spec"]["podFailurePolicy"]["rules"]
+    assert [(r["action"], r.get("onExitCodes", {}).get("values")) for r in rules] == [
+        ("FailJob", [manifests.USAGE_EXIT]), ("Count", [manifests.PEER_LOST_EXIT]), ("Ignore", None)]
+    assert job_docs[2]["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+
+
+def test_quantity_reads_kubernetes_units():
+    assert manifests.quantity("250m") == 0.25 and manifests.quantity("2Ki") == 2048 and manifests.quantity("1G") == 1e9
+    for bad in ("1 Gi", "Gi", "1gi", True, "-1"):
+        with pytest.raises(ValueError, match="value="):
+            manifests.quantity(bad)
 
 
 def test_the_shipped_crd_is_the_checked_upstream_file(tmp_path):

@@ -143,3 +143,51 @@ def test_private_network_reading_warns_exactly_when_there_is_no_private_network(
     else:
         assert netns.MODES[mode] in text and (", ".join(interfaces) or "lo") in text
     assert not math.isnan(len(text))
+
+
+# --------------------------------------------------------------------------- survivors_reading
+codes = st.sampled_from([75, 75, -9, 1, 0, None])
+times = st.one_of(st.none(), st.floats(min_value=-5, max_value=200, allow_nan=False))
+
+
+@given(data=st.data(), n=st.integers(2, 6), bound=st.floats(min_value=0.5, max_value=120))
+def test_survivors_reading_counts_a_survivor_as_exiting_by_itself_only_by_its_stated_rule(data, n, bound):
+    exit_codes = data.draw(st.lists(codes, min_size=n, max_size=n))
+    seconds = data.draw(st.lists(times, min_size=n, max_size=n))
+    lost = data.draw(st.integers(0, n - 1))
+    text = cluster.survivors_reading(exit_codes, seconds, lost, bound)
+    assert text.startswith(f"Worker {lost} was killed.")
+    by_itself = 0
+    for i in range(n):
+        if i == lost:
+            continue
+        t = seconds[i]
+        printed = None if t is None else round(t, 1)
+        ok = exit_codes[i] == 75 and printed is not None and printed <= bound
+        by_itself += ok
+        assert (f"Worker {i} exited by itself with code 75" in text) == ok
+        if exit_codes[i] == -9:
+            assert f"Worker {i} hung" in text
+        if printed is not None and exit_codes[i] is not None:
+            shown = f"{printed:.1f} s later" if printed >= 0 else f"{-printed:.1f} s before it"
+            assert shown in text
+    assert f"so {by_itself} of {n - 1} did" in text and f"within {bound:g} s" in text
+    assert ("never fails, and is never replaced" in text) == (by_itself < n - 1)
+
+
+@pytest.mark.parametrize("args, match", [
+    (([75, -9], [1.0, 0.0], 2, 10), "lost=2"),
+    (([75, -9], [1.0, 0.0], True, 10), "lost=True"),
+    (([75, -9], [1.0], 1, 10), "seconds has 1 entries"),
+    (([75, -9], [1.0, 0.0], 1, 0), "bound=0"),
+])
+def test_survivors_reading_refuses_bad_arguments(args, match):
+    with pytest.raises(ValueError, match=match):
+        cluster.survivors_reading(*args)
+
+
+def test_survivors_reading_of_a_hang():
+    text = cluster.survivors_reading([75, 75, -9], [3.04, 3.1, 0.0], 2, 8, lost_how="hung halfway through epoch 1")
+    assert text.startswith("Worker 2 hung halfway through epoch 1. "
+                           "Worker 0 exited by itself with code 75, 3.0 s later.")
+    assert "so 2 of 2 did: on Kubernetes their pods fail and the Job replaces them." in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from helpers.check._feedback import Feedback, not_filled, returned_none, whole_number, wrong
 
-__all__ = ["resume_epoch", "pod_tf_config"]
+__all__ = ["resume_epoch", "pod_tf_config", "dangling_claims"]
 
 # Made-up jobs (save_every, killed_at): a checkpoint after every epoch or every few, kills on and off a save.
 KILLS = ((1, 3), (2, 4), (2, 5), (3, 3), (5, 12), (1, 1), (4, 4), (10, 7), (3, 10), (1, 6))
@@ -217,3 +218,143 @@ def pod_tf_config(answer: Any) -> Feedback:
                           "order, and its own index in 'task'. That is what the worker script builds from "
                           "WORKER_HOSTS and JOB_COMPLETION_INDEX on Kubernetes, and what the TFJob operator writes "
                           "for you.")
+
+
+# --------------------------------------------------------------------------- exercise 3: dangling_claims
+
+def _claim(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name}}
+
+
+def _pod(*volumes: dict[str, Any]) -> dict[str, Any]:
+    return {"containers": [{"name": "worker", "image": "x"}], "volumes": list(volumes)}
+
+
+def _pvc(volume: str, claim: str) -> dict[str, Any]:
+    return {"name": volume, "persistentVolumeClaim": {"claimName": claim}}
+
+
+SHM = {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}
+
+
+def _job(name: str, pod: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"template": {"spec": pod}}}
+
+
+def _tfjob(name: str, **pods: dict[str, Any]) -> dict[str, Any]:
+    replicas = {kind: {"replicas": 2, "template": {"spec": pod}} for kind, pod in pods.items()}
+    return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": name},
+            "spec": {"tfReplicaSpecs": replicas}}
+
+
+# Made-up files (label, docs, the dangling claims): each applied alone.
+FILES: tuple[tuple[str, list[dict[str, Any]], list[str]], ...] = (
+    ("a Job with its claim", [_claim("ckpt"), _job("a", _pod(_pvc("checkpoints", "ckpt"), SHM))], []),
+    ("a Job without any claim", [_job("a", _pod(_pvc("checkpoints", "ckpt"), SHM))], ["ckpt"]),
+    ("a TFJob without its claim", [_tfjob("t", Worker=_pod(_pvc("checkpoints", "t-ckpt"), SHM))], ["t-ckpt"]),
+    ("a TFJob with its claim", [_claim("t-ckpt"), _tfjob("t", Worker=_pod(_pvc("checkpoints", "t-ckpt")))], []),
+    ("a Job with one of two claims", [_claim("ckpt"), _job("a", _pod(_pvc("checkpoints", "ckpt"),
+                                                                      _pvc("data", "images")))], ["images"]),
+    ("a TFJob whose chief and workers share a missing claim",
+     [_claim("other"), _tfjob("t", Chief=_pod(_pvc("c", "shared")), Worker=_pod(_pvc("c", "shared"), SHM))],
+     ["shared"]),
+    ("pods with no claim at all", [_job("a", _pod(SHM)), _tfjob("t", Worker=_pod())], []),
+    ("two jobs, two missing claims", [_job("b", _pod(_pvc("v", "zeta"))), _job("a", _pod(_pvc("v", "alpha")))],
+     ["alpha", "zeta"]),
+)
+
+
+def _pods(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    if doc.get("kind") == "Job":
+        return [doc["spec"]["template"]["spec"]]
+    if doc.get("kind") == "TFJob":
+        return [r["template"]["spec"] for r in doc["spec"]["tfReplicaSpecs"].values()]
+    return []
+
+
+def _mounted(docs: list[dict[str, Any]], kinds: tuple[str, ...] = ("Job", "TFJob")) -> list[tuple[str, str]]:
+    """(volume name, claim name) of every persistentVolumeClaim volume in the pods of `kinds`."""
+    return [(v["name"], v["persistentVolumeClaim"]["claimName"]) for d in docs if d.get("kind") in kinds
+            for pod in _pods(d) for v in pod.get("volumes", []) if "persistentVolumeClaim" in v]
+
+
+def _declared(docs: list[dict[str, Any]]) -> set[str]:
+    return {d["metadata"]["name"] for d in docs if d.get("kind") == "PersistentVolumeClaim"}
+
+
+def _claims_hint(got: dict[str, Any]) -> str:
+    """Name the likely mistake from the answers on every made-up file."""
+    def fits(rule: Any) -> bool:
+        return all(got[label] == rule(docs) for label, docs, _ in FILES)
+
+    def missing(mounted: list[tuple[str, str]], declared: set[str]) -> list[str]:
+        return sorted({claim for _, claim in mounted} - declared)
+
+    if fits(lambda d: missing(_mounted(d, ("Job",)), _declared(d))):
+        return ("You looked at Jobs only. A TFJob's pods sit in spec.tfReplicaSpecs.<type>.template.spec (one per "
+                "replica type): a tfjob.yaml that mounts a claim it does not declare dangles too.")
+    if fits(lambda d: missing(_mounted(d), _declared(d)) if _declared(d) else []):
+        return ("When a file declares no claim at all, you return nothing: that is the very gap the old cross-check "
+                "had. Applied alone, such a file leaves every claim its pods mount undeclared: all of them dangle.")
+    if fits(lambda d: sorted({name for name, claim in _mounted(d)} - _declared(d))):
+        return ("Those are the volumes' names, the pod's own labels for its mounts. The claim a volume needs is "
+                "volume['persistentVolumeClaim']['claimName'].")
+    if fits(lambda d: sorted(_declared(d) & {claim for _, claim in _mounted(d)})):
+        return "Those are the claims the file does declare: return the mounted ones it does not."
+    if any(isinstance(v, list) and "dshm" in v for v in got.values()):
+        return ("dshm is an emptyDir, made with the pod: only persistentVolumeClaim volumes need a claim declared in "
+                "the file.")
+    return ("Collect the claimName of every persistentVolumeClaim volume in the pods of every Job and TFJob, take "
+            "away the names of the file's PersistentVolumeClaim documents, and return what is left, sorted.")
+
+
+def dangling_claims(answer: Any) -> Feedback:
+    """Exercise 08.3: ``dangling_claims(docs)`` -> the sorted names of the claims `docs` mounts but does not declare.
+
+    `docs` is one manifest file, applied on its own: Jobs, TFJobs and PersistentVolumeClaims. The
+    check calls the function on made-up files.
+
+    Example:
+        >>> def model(docs):
+        ...     declared = {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"}
+        ...     pods = [d["spec"]["template"]["spec"] for d in docs if d["kind"] == "Job"]
+        ...     pods += [r["template"]["spec"] for d in docs if d["kind"] == "TFJob"
+        ...              for r in d["spec"]["tfReplicaSpecs"].values()]
+        ...     mounted = {v["persistentVolumeClaim"]["claimName"] for p in pods for v in p.get("volumes", [])
+        ...                if "persistentVolumeClaim" in v}
+        ...     return sorted(mounted - declared)
+        >>> dangling_claims(model).ok
+        True
+    """
+    if (fb := not_filled(answer)) is not None:
+        return fb
+    if not callable(answer):
+        return wrong("Answer with a function: def dangling_claims(docs): ... return sorted(names).")
+    got: dict[str, Any] = {}
+    for label, docs, _ in FILES:
+        try:
+            out = answer(copy.deepcopy(docs))
+        except Exception as err:  # noqa: BLE001 - the learner's code may raise anything
+            return wrong(f"On {label}, your function raised {type(err).__name__}: {err}")
+        if out is None:
+            return returned_none("dangling_claims")
+        got[label] = out
+    for label, _, right in FILES:
+        out = got[label]
+        if isinstance(out, (set, frozenset, tuple)):
+            return wrong(f"On {label} you returned a {type(out).__name__}, {out!r}: return a list, sorted "
+                         "(sorted(...) turns a set into one).")
+        if not isinstance(out, list) or not all(isinstance(name, str) for name in out):
+            return wrong(f"On {label} you returned {out!r}: return a list of claim names (texts), sorted.")
+        if out != right and sorted(set(out)) == right:
+            kind = "twice" if len(out) != len(set(out)) else "out of order"
+            return wrong(f"On {label} you returned {out!r}: a claim {kind}. Return each dangling claim once, sorted.")
+    wrong_files = [label for label, _, right in FILES if got[label] != right]
+    if wrong_files:
+        label = wrong_files[0]
+        right = next(r for lab, _, r in FILES if lab == label)
+        return wrong(f"On {label} you returned {got[label]!r}, not {right!r}. " + _claims_hint(got))
+    return Feedback(True, f"Right on all {len(FILES)} made-up files: a claim dangles when a pod of a Job or a TFJob "
+                          "mounts it and no PersistentVolumeClaim in the same file declares it, which is what "
+                          "helpers.manifests.consistency_errors now reports for each file alone.")

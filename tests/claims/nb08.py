@@ -8,11 +8,12 @@ import re
 from claims import common
 
 KEYS = ("gpu_count", "workers", "epochs", "collective", "worker_devices", "killed_at_epoch", "resumed_from_epoch",
-        "optimizer_step", "final_epoch", "losses", "weights_checksums", "run_1", "run_2", "in_kernel_strategy",
+        "optimizer_step", "final_epoch", "losses", "weights_checksums", "run_1", "hang", "run_2", "in_kernel_strategy",
         "backup_and_restore", "manifest_valid", "manifest_report", "manifest_errors", "lenient_errors",
         "dockerfile_problems", "dockerfile_careless_problems", "worker_processes", "workers_alive",
         "leftover_children", "ports", "ports_busy", "network", "exercises_solved")
 
+PEER_LOST = 75  # the worker script's exit code when it loses the cluster (helpers.manifests.PEER_LOST_EXIT)
 PRIVATE = "The workers run in a private network"
 WARNING = "Warning: the workers' gRPC servers will listen on every network interface"
 
@@ -25,12 +26,12 @@ def _nothing_left_running(r) -> None:
     """No worker process lives now, none was a child of the kernel at its end, and no worker holds a port."""
     from helpers import cluster
 
-    assert r["worker_processes"] and len(r["worker_processes"]) == 2 * r["workers"], r["worker_processes"]
+    assert r["worker_processes"] and len(r["worker_processes"]) == 3 * r["workers"], r["worker_processes"]
     assert r["workers_alive"] == [] and r["leftover_children"] == [], (r["workers_alive"], r["leftover_children"])
     assert r["ports_busy"] == [], f"ports still held at the end of the notebook: {r['ports_busy']}"
     alive = [w for w in r["worker_processes"] if cluster.process_alive(w["pid"], w["started"])]
     assert not alive, f"worker processes outlived the notebook: {alive}"
-    assert len(set(r["ports"])) == 2 * r["workers"], r["ports"]
+    assert len(set(r["ports"])) == 3 * r["workers"], r["ports"]  # run 1, run 2, the hang
     held = [port for port in r["ports"] if not cluster.port_is_free(port)]
     if held:  # another program may have taken a freed port since; it must not be one of the workers
         import psutil
@@ -46,8 +47,9 @@ def _workers_kept_private(run) -> None:
     r = run.results
     net, text = r["network"], run.outputs_text()
     assert net["mode"] in ("netns", "userns", None), net
-    assert len(net["exposure"]) == 2, net
-    for found, hosts in zip(net["exposure"], (r["ports"][:r["workers"]], r["ports"][r["workers"]:]), strict=True):
+    assert len(net["exposure"]) == 3, net  # run 1, run 2, the hang
+    w = r["workers"]
+    for found, hosts in zip(net["exposure"], (r["ports"][:w], r["ports"][w:2 * w], r["ports"][2 * w:]), strict=True):
         assert found["ports"] == sorted(hosts), (found, hosts)
         if net["mode"]:
             assert found["exposed"] == [], f"worker ports reachable from the network: {found}"
@@ -59,6 +61,32 @@ def _workers_kept_private(run) -> None:
         assert WARNING not in text and f"none of the {r['workers']} worker ports listens beyond loopback" in text
     if "worker 0 (pid" in text:  # the reading (or the warning) comes before the first worker starts
         assert text.index(reading) < text.index("worker 0 (pid"), "the network reading comes after the workers"
+
+
+def _survivors_exit_by_themselves(found, lost) -> None:
+    """Every survivor of a lost worker ends on its own with the script's code 75 ("lost the cluster"), within
+    the bound the page states, after the loss: a CPU and a GPU run both catch the same TensorFlow errors."""
+    survivors = [i for i in range(len(found["exit_codes"])) if i != lost]
+    assert [found["exit_codes"][i] for i in survivors] == [PEER_LOST] * len(survivors), found
+    times = [found["exit_s"][i] for i in survivors]
+    assert all(t is not None and 0 <= t <= found["bound_s"] for t in times), found
+
+
+def _hang_ends_by_the_timeout(run) -> None:
+    """A worker that hangs (alive) does not end its peers by a lost connection: each survivor's all-reduce times
+    out after timeout_s (a bound the run sets, on any device), then the survivor exits with code 75; the hung one
+    never exits by itself. Times are measured from when this kernel read the hang's line, which comes after the
+    survivors entered their all-reduce, hence the one-second slack below the timeout."""
+    hang = run.results["hang"]
+    lost = run.results["workers"] - 1
+    assert hang["froze"] is True, hang
+    _survivors_exit_by_themselves(hang, lost)
+    assert all(hang["exit_s"][i] >= hang["timeout_s"] - 1 for i in range(lost)), hang
+    assert hang["exit_codes"][lost] == -9 and hang["ended"][lost] == "killed (SIGKILL)", hang
+    text = run.outputs_text()
+    assert "lost the cluster (DeadlineExceededError), exit code 75" in text
+    assert f"Worker {lost} itself never exited on its own: SIGKILL ended it" in text
+    assert "activeDeadlineSeconds ends it" in text
 
 
 def shared(run) -> None:
@@ -80,7 +108,8 @@ def shared(run) -> None:
     assert final == r["epochs"], (final, r["epochs"])
     run_1, run_2 = r["run_1"], r["run_2"]
     assert run_1["exit_codes"][-1] == -9 and run_1["ended"][-1] == "killed (SIGKILL)", run_1
-    assert all(code not in (0, None) for code in run_1["exit_codes"][:-1]), f"a survivor finished? {run_1}"
+    _survivors_exit_by_themselves(run_1, lost=workers - 1)
+    _hang_ends_by_the_timeout(run)
     assert run_2["exit_codes"] == [0] * workers, run_2
     assert f"ckpt-{resumed}" in run_1["checkpoints"], run_1["checkpoints"]
     steps = r["optimizer_step"] // resumed
@@ -107,10 +136,17 @@ def shared(run) -> None:
     assert br["left"] == "gone", br
 
     # Manifests valid; every broken copy rejected; the lenient schemas miss what the notebook says they miss.
-    assert r["manifest_valid"] is True and not any(r["manifest_report"].values()), r["manifest_report"]
-    assert {"job/tf-train", "service/tf-train", "tfjob/tf-train"} <= set(r["manifest_report"])
+    # Each file checked alone, and complete: it declares the volume claim it mounts.
+    report = r["manifest_report"]
+    assert r["manifest_valid"] is True and not any(e for found in report.values() for e in found.values()), report
+    claim = "persistentvolumeclaim/tf-train-checkpoints"
+    assert set(report["indexed_job.yaml"]) == {claim, "service/tf-train", "job/tf-train"}, report
+    assert set(report["tfjob.yaml"]) == {claim, "tfjob/tf-train"}, report
     errors = r["manifest_errors"]
-    assert len(errors) >= 3 and all(errors.values()), errors
+    assert len(errors) >= 6 and all(errors.values()), errors
+    assert any("which is dangling" in e for e in errors["TFJob file: no claim"]), errors
+    assert any("is below its request" in e for e in errors["Job: memory limit < request"]), errors
+    assert any("no memory-backed /dev/shm" in e for e in errors["Job: /dev/shm on disk"]), errors
     assert any("completionsMode" in e for e in errors["Job: completionsMode"]), errors
     assert any("'replica' was unexpected" in e for e in errors["TFJob: replica"]), errors
     assert any("Indexd" in e for e in errors["Job: completionMode Indexd"]), errors
@@ -123,6 +159,7 @@ def shared(run) -> None:
 
     text = run.outputs_text()
     assert f"died halfway through epoch {killed}" in text
+    assert f"exited by itself with code {PEER_LOST}" in text and f"so {workers - 1} of {workers - 1} did" in text
     assert "identical weights" in text and "training went on from the checkpoint" in text
     assert "equal to within 1e-06 relative" in text, "the weights' rule is stated beside the sums"
     # "below" is decided on the losses as printed: the two printed figures agree with the word

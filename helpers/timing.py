@@ -745,6 +745,29 @@ def closing_note(r: Mapping[str, Any]) -> list[str]:
         t4 = NVIDIA_T4_RESNET50["fp32"].get(batch)
         vs = f"; a T4 measured by NVIDIA: {t4} images/s at batch {batch}" if t4 else ""
         lines.append(f"ResNet-50 inference on {r.get('resnet50_device', 'this device')}: {rate:.3g} images/s{vs}.")
+    lines += _compilation_lines(r, limit)
+    return lines
+
+
+def _compilation_lines(r: Mapping[str, Any], limit: float) -> list[str]:
+    """closing_note's lines for the compilation section: figures only, a warm time whose spread is above `limit`
+    marked as noisy."""
+    lines = []
+    if "compile_first_s" in r and "compile_steady_s" in r:
+        spreads = r.get("compile_spread", {})
+        parts = [f"{m} {_duration(r['compile_first_s'][m])} then {_duration(r['compile_steady_s'][m])} per warm step"
+                 + ("" if spreads.get(m, 0.0) <= limit else " (noisy)") for m in MODES]
+        lines.append(f"Training step, first call then warm: {'; '.join(parts)}.")
+    if "trace_counts" in r and "retrace_calls" in r:
+        counts = r["trace_counts"]
+        listed = "; ".join(f"{label}: {n}" for label, n in counts.items())
+        lines.append(f"Retracing, traces in {r['retrace_calls']} calls: {listed}.")
+    if "launch_s" in r and "launch_ops" in r:
+        spreads = r.get("launch_spread", {})
+        steady = [f"{m} {r['launch_s'][m] / r['launch_ops'] * 1e6:,.3g} µs" for m in MODES
+                  if spreads.get(m, 0.0) <= limit]
+        lines.append(f"Launch overhead, per add of {r['launch_ops']} chained: " + (", ".join(steady) if steady else
+                                                                                  "every row too noisy to read") + ".")
     return lines
 
 
@@ -827,9 +850,11 @@ def compile_reading(first: Mapping[str, float], steady: Mapping[str, float], spr
     _check_limit(limit)
     lines = ["Rule: a first call costs 'N steady steps' with N = first call / median warm step; two steps differ "
              "only when their gap exceeds the larger IQR of the two, else they are within noise."]
-    lines[0] += "".join(f" {mode}: first call {_duration(first[mode])} = {first[mode] / steady[mode]:,.0f} steady "
-                        f"steps of {_duration(steady[mode])}." for mode in MODES)
     noisy = [m for m in MODES if not spreads[m] <= limit]
+    lines[0] += "".join(f" {mode}: first call {_duration(first[mode])} = {first[mode] / steady[mode]:,.0f} steady "
+                        f"steps of {_duration(steady[mode])}." if mode not in noisy else
+                        f" {mode}: first call {_duration(first[mode])}, not counted in warm steps (their spread, "
+                        f"{spreads[mode]:.0%}, is above {limit:.0%})." for mode in MODES)
     (e, g, x), (se, sg, sx) = ([steady[m] for m in MODES], [spreads[m] for m in MODES])
     if "eager" in noisy or "tf.function" in noisy:
         lines.append(f"Reading: eager against tf.function not read: a spread is above {limit:.0%} "
@@ -960,11 +985,18 @@ def launch_reading(chain_s: Mapping[str, float], spreads: Mapping[str, float], o
     _check_limit(limit)
     per = {m: chain_s[m] / ops * 1e6 for m in MODES}
     noisy = [m for m in MODES if not spreads[m] <= limit]
-    lines = [f"Reading: one tiny add cost {per['eager']:,.3g} µs eager and {per['tf.function']:,.3g} µs in a graph "
-             f"(chain time / {ops}, measured on this device)"
-             + (f"; {_and(noisy)} flagged noisy (spread above {limit:.0%}), so read it as rough." if noisy else
-                f": each op launched on its own costs its dispatch, {per['eager'] / per['tf.function']:,.0f}x more "
-                "when Python hands TensorFlow one op at a time.")]
+    where = {"eager": "eager", "tf.function": "in a graph"}
+    read = [f"{per[m]:,.3g} µs {where[m]}" for m in where if m not in noisy]
+    left = [m for m in where if m in noisy]
+    head = (f"Reading: one tiny add cost {_and(read)} (chain time / {ops}, measured on this device)" if read else
+            f"Reading: the per-add cost is not read (chain time / {ops})")
+    if left:
+        head += (f"; {_and(left)} not read: {'its' if len(left) == 1 else 'their'} spread is above {limit:.0%}, "
+                 "rerun the cell.")
+    else:
+        head += (f": each op launched on its own costs its dispatch, {per['eager'] / per['tf.function']:,.0f}x more "
+                 "when Python hands TensorFlow one op at a time.")
+    lines = [head]
     if {"tf.function", "tf.function + XLA"} & set(noisy):
         lines.append(f"XLA against the graph not read: a spread is above {limit:.0%}; rerun the cell.")
         return lines

@@ -173,8 +173,9 @@ def compilation(run):
     assert set(first) == set(steady) == set(r["compile_spread"]) == set(MODES), first
     for mode in ("tf.function", "tf.function + XLA"):
         assert first[mode] > steady[mode] > 0, (mode, first[mode], steady[mode])
-    for mode in MODES:  # each first call is read in warm steps of its own mode, on the page
-        assert f"{mode}: first call {_duration(first[mode])} = {first[mode] / steady[mode]:,.0f} steady steps" in text
+    for mode in MODES:  # each first call is read in warm steps of its own mode, unless those were noisy
+        counted = f"{mode}: first call {_duration(first[mode])} = {first[mode] / steady[mode]:,.0f} steady steps"
+        assert (counted in text) == (r["compile_spread"][mode] <= r["noise_limit"]), (mode, r["compile_spread"])
     payoff = payoff_steps(first["tf.function"], steady["tf.function"], first["tf.function + XLA"],
                           steady["tf.function + XLA"])
     assert r["xla_payoff_steps"] == payoff, (r["xla_payoff_steps"], payoff)
@@ -200,7 +201,8 @@ def compilation(run):
     # Launch overhead: 200 eager dispatches cost more than the same adds in one graph; the GPU figure is cited.
     launch, ops = r["launch_s"], r["launch_ops"]
     assert set(launch) == set(MODES) and launch["eager"] > launch["tf.function"] > 0, launch
-    assert f"{launch['eager'] / ops * 1e6:,.3g} µs eager" in text
+    if r["launch_spread"]["eager"] <= r["noise_limit"]:  # a noisy row's per-add cost is not read
+        assert f"{launch['eager'] / ops * 1e6:,.3g} µs eager" in text
     assert "Published, not measured here" in text and "developer.nvidia.com/blog/cuda-graphs" in text
 
 

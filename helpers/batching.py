@@ -6,7 +6,11 @@ catches (``tf.errors.ResourceExhaustedError``), SGD with momentum, the linear sc
 warm-up. This module holds what is too long for a cell or shared with the child scripts: the
 ``BATCH_SIZES`` rule, the small CNN every part trains, the doubling sweep that looks for the
 out-of-memory wall (:func:`wall_batches`, :func:`find_wall`) and its reading, the arithmetic that
-turns measured peaks into bytes per sample and a predicted wall, and the tables and plots.
+turns measured peaks into bytes per sample and a predicted wall, and the tables and plots; and, for the
+section on gradient accumulation, the micro-batch that reaches an effective batch (:func:`micro_batch`),
+how far two runs' weights drifted apart (:func:`relative_drift`), a held-out loss, and the readings of
+its memory, updates and time (:func:`accumulation_memory_lines`, :func:`equivalence_line`,
+:func:`accumulation_time_line`).
 
 What an allocation failure raises, read in the sources:
 
@@ -87,18 +91,26 @@ def small_cnn() -> Any:
     ], name="small_cnn")
 
 
-def compiled_cnn(learning_rate: float = 0.01) -> Any:
+def compiled_cnn(learning_rate: float = 0.01, gradient_accumulation_steps: int | None = None) -> Any:
     """:func:`small_cnn` compiled as notebook 05 compiles it for the throughput sweep: SGD with momentum
     0.9 and sparse categorical cross-entropy on logits. The child scripts measure memory with it.
+
+    `gradient_accumulation_steps` (None, or an integer >= 2, as Keras takes it) goes to the optimizer:
+    one update every that many steps, with the average of their gradients.
 
     Example:
         >>> compiled_cnn().optimizer.momentum
         0.9
+        >>> compiled_cnn(gradient_accumulation_steps=4).optimizer.gradient_accumulation_steps
+        4
     """
     import keras
 
+    steps = gradient_accumulation_steps
+    if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps < 2):
+        raise ValueError(f"gradient_accumulation_steps={steps!r}: use None (an update every step) or an integer >= 2.")
     model = small_cnn()
-    model.compile(optimizer=keras.optimizers.SGD(learning_rate, momentum=0.9),
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate, momentum=0.9, gradient_accumulation_steps=steps),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   jit_compile=False)  # the same program on CPU and GPU: Keras turns XLA on by itself only on a GPU
     return model
@@ -530,3 +542,216 @@ def plot_convergence(losses: Mapping[int, Mapping[str, Sequence[tuple[float, flo
         ax.grid(True, alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+# --------------------------------------------------------------------------- gradient accumulation
+# Section "Past the memory wall: gradient accumulation". What Keras 3 does with
+# ``gradient_accumulation_steps=k``, read in keras/src/optimizers/base_optimizer.py:
+#
+# * ``BaseOptimizer.build`` adds one ``gradient_accumulator`` variable per trainable weight (a float32
+#   copy of the weights' size);
+# * ``BaseOptimizer._backend_apply_gradients``: on every call of ``apply`` the gradients are added to
+#   the accumulators, except on every k-th call (``(self._iterations + 1) % k == 0``), which applies
+#   ``(g + accumulated) / k``, the average of the k micro-batches' gradients, with the optimizer's own
+#   rule (momentum, clipping, weight decay), then zeroes the accumulators;
+# * ``BaseOptimizer.apply`` adds 1 to ``_iterations`` on every call (micro-steps); the public
+#   ``iterations`` property returns ``_iterations // k``, the updates made; ``_get_current_learning_rate``
+#   calls a learning-rate schedule with ``_iterations``, the micro-steps (the argument's docstring says so).
+
+def micro_batch(target: int, candidates: Sequence[int]) -> int:
+    """The micro-batch that reaches `target` in whole steps: the largest divisor of `target` that is no larger
+    than the largest candidate below `target`.
+
+    Every micro-batch must have the same size: Keras averages the k gradients with equal weights, and each
+    is already a mean over its own micro-batch, so only equal sizes give the mean over all `target` samples.
+
+    Example:
+        >>> micro_batch(2048, [32, 64, 128, 256, 512])
+        512
+        >>> micro_batch(600, [32, 256])  # 256 does not divide 600; 200 does
+        200
+    """
+    if not isinstance(target, int) or isinstance(target, bool) or target < 2:
+        raise ValueError(f"target={target!r}: use a batch size, an integer >= 2.")
+    below = [int(c) for c in candidates if 1 <= int(c) < target]
+    if not below:
+        raise ValueError(f"candidates={list(candidates)!r}: pass at least one batch size from 1 to {target - 1} "
+                         f"(below target={target}).")
+    return max(d for d in range(1, max(below) + 1) if target % d == 0)
+
+
+def flat(weights: Sequence[Any]) -> Any:
+    """A model's weights (``model.get_weights()``) as one float64 NumPy vector.
+
+    Example:
+        >>> import numpy as np
+        >>> flat([np.ones((2, 2)), np.zeros(3)]).shape
+        (7,)
+    """
+    import numpy as np
+
+    return np.concatenate([np.asarray(w, dtype="float64").ravel() for w in weights])
+
+
+def relative_drift(weights: Sequence[Any], reference: Sequence[Any], start: Sequence[Any]) -> float:
+    """How far `weights` are from `reference`, as a fraction of how far training moved `reference` from `start`.
+
+    ``|weights - reference| / |reference - start|`` with Euclidean norms over every weight: 0 means the same
+    weights; 1 means as far apart as the whole of training moved them.
+
+    Example:
+        >>> import numpy as np
+        >>> relative_drift([np.array([1.001, 2.0])], [np.array([1.0, 2.0])], [np.array([0.0, 2.0])])
+        0.001
+    """
+    import numpy as np
+
+    moved = float(np.linalg.norm(flat(reference) - flat(start)))
+    if moved == 0:
+        raise ValueError("reference equals start: training did not move the weights, so a drift relative to that "
+                         "movement is undefined; train at least one update.")
+    return round(float(np.linalg.norm(flat(weights) - flat(reference))) / moved, 15)
+
+
+def held_out_loss(model: Any, x: Any, y: Any) -> float:
+    """The mean sparse categorical cross-entropy of `model` (logits out) on `x`, `y`, in inference mode.
+
+    Example:
+        >>> import numpy as np
+        >>> from helpers.batching import small_cnn
+        >>> round(held_out_loss(small_cnn(), np.zeros((4, 28, 28, 1), "float32"), np.zeros(4, "int64")), 3)
+        2.303
+    """
+    import keras
+
+    logits = model(x, training=False)
+    return float(keras.ops.mean(keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)))
+
+
+def _printed(value: float) -> float:
+    """A value as :func:`equivalence_line` prints it (two significant figures), so decisions use printed figures."""
+    return float(f"{value:.1e}")
+
+
+def equivalence_line(batch: int, micro: int, steps: int, updates: int, weight_drift: float, loss_gap: float,
+                     tolerance: float, reorder_drift: float | None = None) -> str:
+    """Whether accumulation made the same updates as the large batch, by the rule stated in the sentence.
+
+    The rule: the same updates, up to float32 rounding, when the weights' drift (:func:`relative_drift`) and the
+    largest relative gap between the held-out losses are both at most `tolerance`. The three are compared as
+    printed (two significant figures). `reorder_drift`: the drift of the large batch against itself with each
+    batch's images in another order, the same sums added in another order, quoted for scale.
+
+    Example:
+        >>> equivalence_line(512, 128, 4, 8, 3.4e-5, 1.1e-7, 2.8e-4)[:60]
+        'After 8 updates of batch 512, one as 4 steps of 128 with gra'
+    """
+    for name, value in (("batch", batch), ("micro", micro), ("steps", steps), ("updates", updates)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name}={value!r}: use a positive integer.")
+    for name, value in (("weight_drift", weight_drift), ("loss_gap", loss_gap), ("tolerance", tolerance),
+                        ("reorder_drift", 0.0 if reorder_drift is None else reorder_drift)):
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"{name}={value!r}: use a finite number >= 0.")
+    drift, gap, tol = _printed(weight_drift), _printed(loss_gap), _printed(tolerance)
+    head = (f"After {updates} updates of batch {batch}, one as {steps} steps of {micro} with "
+            f"gradient_accumulation_steps={steps}, one as single steps: the weights differ by {drift:.1e} of how far "
+            f"training moved them, the held-out losses by at most {gap:.1e} of their value")
+    scale = ("" if reorder_drift is None else f" For scale, the large batch against itself with each batch's images "
+             f"in reverse order (the same sums, added in another order) drifts {_printed(reorder_drift):.1e}.")
+    if drift <= tol and gap <= tol:
+        return (head + f": both at most the float32 tolerance {tol:.1e}, so accumulation made the same updates as the "
+                "large batch, up to rounding." + scale)
+    above = " and ".join(n for n, v in (("the weights' drift", drift), ("the loss gap", gap)) if v > tol)
+    return (head + f": {above} above the float32 tolerance {tol:.1e}, so these are not the same updates up to "
+            "rounding. Look for what breaks the equivalence: a layer that reads the batch (BatchNormalization), "
+            "random draws (Dropout), micro-batches of unequal size, a loss summed instead of averaged, or kernels "
+            "that round more than float32 (TF32 on, a Winograd or FFT convolution on a GPU)." + scale)
+
+
+def _mib(value: float) -> float:
+    return float(f"{value / MIB:.1f}")
+
+
+def accumulation_memory_lines(target: int, micro: int, steps: int, micro_peak: float, accumulated_peak: float,
+                              large_peak: float | None, large_error: str, capacity: float | None, where: str,
+                              near: float = 0.2) -> list[str]:
+    """What the accumulation child measured, in sentences whose rules are stated beside the numbers.
+
+    The rules, on the figures as printed (MiB, one decimal): the accumulated step "fits" on `where` when its
+    peak is at most `capacity` (bytes; None: nothing to compare with); its peak is "that of the small batch"
+    when it is within `near` (a fraction) of a plain step's peak at `micro`. `large_peak` None means the large
+    step raised `large_error` and measured nothing.
+
+    Example:
+        >>> accumulation_memory_lines(2048, 512, 4, 92.3 * 2**20, 81.1 * 2**20, 351.4 * 2**20, "", 256 * 2**20,
+        ...              "the pretend 256 MiB CPU device")[0][:48]
+        'One step of batch 2048 peaked at 351.4 MiB: more'
+    """
+    for name, value in (("micro_peak", micro_peak), ("accumulated_peak", accumulated_peak),
+                        ("large_peak", 1.0 if large_peak is None else large_peak),
+                        ("capacity", 1.0 if capacity is None else capacity)):
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{name}={value!r}: use a positive number of bytes.")
+    if not isinstance(near, (int, float)) or not 0 < near < 1:
+        raise ValueError(f"near={near!r}: use a fraction between 0 and 1, such as 0.2.")
+    m, a = _mib(micro_peak), _mib(accumulated_peak)
+    cap = None if capacity is None else _mib(capacity)
+    lines = []
+    if large_peak is None:
+        lines.append(f"One step of batch {target} on {where} did not fit: {large_error or 'an out-of-memory error'}")
+    else:
+        big = _mib(large_peak)
+        room = ("" if cap is None else f": more than {where} holds ({cap:.1f} MiB)" if big > cap else
+                f", which fits in {where} ({cap:.1f} MiB)")
+        lines.append(f"One step of batch {target} peaked at {big:.1f} MiB{room}.")
+    fits = ("" if cap is None else f", at most the {cap:.1f} MiB of {where}: it fits" if a <= cap else
+            f", more than the {cap:.1f} MiB of {where}: use a smaller micro-batch")
+    share = "" if large_peak is None or _mib(large_peak) == 0 else f" ({a / _mib(large_peak):.0%} of the large step's)"
+    lines.append(f"{steps} steps of {micro} with gradient_accumulation_steps={steps} made one update of batch {target} "
+                 f"at a peak of {a:.1f} MiB{share}{fits}.")
+    diff = (a - m) / m if m else math.inf
+    if abs(diff) <= near:
+        lines.append(f"A plain step of {micro} peaked at {m:.1f} MiB; the accumulated steps' peak is {diff:+.0%} from "
+                     f"it, within {near:.0%}: accumulation needs the memory of its micro-batch, plus one accumulator "
+                     "per weight, whatever the effective batch.")
+    else:
+        lines.append(f"A plain step of {micro} peaked at {m:.1f} MiB; the accumulated steps' peak is {diff:+.0%} from "
+                     f"it, more than {near:.0%}: on this device something else than the micro-batch sets the peak, "
+                     "so read the figures, not the rule of thumb.")
+    return lines
+
+
+def accumulation_time_line(batch: int, micro: int, steps: int, s_large: float, s_accumulated: float, timed: int,
+                           slower: float = 1.1, slowest: float | None = None) -> str:
+    """What accumulation cost in time: the median seconds per update, one large step against `steps` small ones.
+
+    The rule, on the figures as printed (ms, one decimal): accumulation "costs time" when it takes more than
+    `slower` times the large step's time per update, "saves time" when less than 1 / `slower` of it, and
+    otherwise costs about the same. `slowest`: the larger of the two runs' slowest timed update over its median,
+    quoted so the reader can judge the noise (on 2 busy CPU cores single steps stall now and then).
+
+    Example:
+        >>> accumulation_time_line(512, 128, 4, 0.025, 0.060, 7)[:58]
+        'An update of batch 512 took 25.0 ms as one step and 60.0 m'
+    """
+    for name, value in (("s_large", s_large), ("s_accumulated", s_accumulated)):
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{name}={value!r}: use a positive number of seconds.")
+    if not isinstance(slower, (int, float)) or not slower > 1:
+        raise ValueError(f"slower={slower!r}: use a factor above 1, such as 1.1.")
+    if slowest is not None and (not isinstance(slowest, (int, float)) or not math.isfinite(slowest) or slowest < 1):
+        raise ValueError(f"slowest={slowest!r}: use None or the slowest update over the median, a number >= 1.")
+    large_ms, acc_ms = max(float(f"{s_large * 1e3:.1f}"), 0.1), max(float(f"{s_accumulated * 1e3:.1f}"), 0.1)
+    ratio = float(f"{acc_ms / large_ms:.2f}")  # decided on the printed ratio
+    head = (f"An update of batch {batch} took {large_ms:.1f} ms as one step and {acc_ms:.1f} ms as {steps} steps of "
+            f"{micro} (medians of {timed} timed updates" + ("" if slowest is None else f", the slowest "
+            f"{slowest:.1f}x its median") + f"): {ratio:.2f}x the time, {1e3 / large_ms:,.1f} against "
+            f"{1e3 / acc_ms:,.1f} updates/s")
+    if ratio > slower:
+        return (head + f", above {slower}x: each of the {steps} small steps pays a step's fixed cost again (Python, "
+                "kernel launches, reading every weight), and a small batch gives each kernel less work to share out.")
+    if ratio < 1 / slower:
+        return head + f", below 1/{slower}: on this device the small steps processed samples faster than the large one."
+    return (head + f", within {slower}x either way: on this device a step of {micro} already keeps it busy, so "
+            "accumulation costs about the same time per sample.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 
 from helpers import batching
@@ -298,3 +299,59 @@ def test_notebook_05_explains_the_cpu_allocator_name_and_splits_the_fixed_part()
     assert "`bfc_cpu_allocator_for_gpu`: that is the CPU's own allocator" in markdown
     assert "process_state.cc" in markdown and "conv_grad_input_ops.h" in markdown
     assert "peak_parts_line(" in code and "allocator_note(" in code
+
+
+# ---------------------------------------------------------------- gradient accumulation
+@pytest.mark.parametrize("target, candidates, micro", [
+    (2048, [32, 64, 128, 256, 512], 512),  # the CPU run: 4 steps of the largest batch size
+    (512, [32, 64, 128, 256, 512], 256),  # the wall at the first doubling: a smaller size divides it
+    (600, [32, 256], 200),  # 256 does not divide 600: the largest divisor below it
+    (97, [8, 16, 32], 1),  # a prime: steps of 1
+    (131072, [32, 512], 512),
+])
+def test_micro_batch_is_the_largest_divisor_up_to_the_largest_candidate_below_the_target(target, candidates, micro):
+    assert batching.micro_batch(target, candidates) == micro
+    assert target % micro == 0 and micro < target
+
+
+@pytest.mark.parametrize("target, candidates, match", [(1, [8], "target"), (True, [8], "target"),
+                                                       (64, [64, 128], "candidates"), (64, [], "candidates")])
+def test_micro_batch_refuses_what_cannot_split(target, candidates, match):
+    with pytest.raises(ValueError, match=match):
+        batching.micro_batch(target, candidates)
+
+
+def test_relative_drift_is_the_distance_over_how_far_training_moved():
+    start, trained = [np.zeros(3), np.zeros(1)], [np.array([3.0, 0.0, 0.0]), np.array([4.0])]
+    assert batching.relative_drift(trained, trained, start) == 0.0
+    assert batching.relative_drift(start, trained, start) == 1.0
+    assert batching.relative_drift([np.array([3.0, 0.0, 0.0]), np.array([4.5])], trained, start) == 0.1
+    with pytest.raises(ValueError, match="did not move"):
+        batching.relative_drift(trained, start, start)
+
+
+@pytest.mark.parametrize("steps", [1, 0, 2.0, True])
+def test_compiled_cnn_refuses_accumulation_steps_keras_would_refuse(steps):
+    with pytest.raises(ValueError, match="gradient_accumulation_steps"):
+        batching.compiled_cnn(gradient_accumulation_steps=steps)
+
+
+def test_keras_accumulation_averages_k_micro_batches_into_the_large_batchs_update():
+    """What the notebook relies on, read in BaseOptimizer._backend_apply_gradients: one update per k steps, with the
+    average gradient, counted by `iterations`; the micro-steps counted by `_iterations`."""
+    import keras
+
+    rng = np.random.default_rng(0)
+    x, y = rng.random((64, 28, 28, 1), dtype="float32"), rng.integers(0, 10, 64)
+    keras.utils.set_random_seed(0)
+    large = batching.compiled_cnn()
+    keras.utils.set_random_seed(0)
+    accumulating = batching.compiled_cnn(gradient_accumulation_steps=4)
+    start = large.get_weights()
+    large.train_on_batch(x, y)
+    for i in range(3):
+        accumulating.train_on_batch(x[16 * i:16 * (i + 1)], y[16 * i:16 * (i + 1)])
+    assert batching.relative_drift(accumulating.get_weights(), start, large.get_weights()) == 0.0  # no update yet
+    accumulating.train_on_batch(x[48:], y[48:])
+    assert batching.relative_drift(accumulating.get_weights(), large.get_weights(), start) < 1e-4
+    assert int(accumulating.optimizer.iterations) == 1 and int(accumulating.optimizer._iterations) == 4

@@ -15,10 +15,11 @@ def placeholder(*args):  # what the exercise cell defines before the learner wri
 
 
 def test_checks_are_listed():
-    assert set(check.__all__) == {"updates_in_budget", "scaled_warmup_lr", "max_batch_that_fits"}
+    assert set(check.__all__) == {"updates_in_budget", "scaled_warmup_lr", "max_batch_that_fits", "accumulation_steps"}
 
 
-@pytest.mark.parametrize("fn", [check.updates_in_budget, check.scaled_warmup_lr, check.max_batch_that_fits])
+@pytest.mark.parametrize("fn", [check.updates_in_budget, check.scaled_warmup_lr, check.max_batch_that_fits,
+                                check.accumulation_steps])
 def test_every_check_explains_placeholders_non_functions_and_errors(fn):
     assert "Not answered" in fn(...).message
     assert "returns None" in fn(placeholder).message
@@ -207,3 +208,45 @@ def test_max_batch_that_fits_names_the_mistake(answer, hint):
 def test_scaled_warmup_lr_refuses_a_staircase_with_the_numbers_of_the_first_case_it_fails():
     fb = check.scaled_warmup_lr(lambda s, lr, b0, b, w: lr + (lr * b / b0 - lr) * min(1.0, math.floor(4 * s / w) / 4))
     assert not fb.ok and "at step 7 of a 20-step warm-up you are 35% of the way" in fb.message, fb.message
+
+
+# ---------------------------------------------------------------- exercise 4
+def _fewest(t, f):  # the fewest equal micro-batches that fit, written as a search over micro-batch sizes
+    return t // max(d for d in range(1, min(t, f) + 1) if t % d == 0)
+
+
+def _powers_of_two(t, f):  # a plausible loop that tries 1, 2, 4, ... steps
+    k = 1
+    while t % k or t // k > f:
+        k *= 2
+    return k
+
+
+def test_accumulation_steps_accepts_the_model_answer_and_answers_written_otherwise():
+    fb = check.accumulation_steps(lambda t, f: next(k for k in range(1, t + 1) if t % k == 0 and t // k <= f))
+    assert fb.ok and "4 steps of 250" in fb.message and "gradient_accumulation_steps=None" in fb.message, fb.message
+    assert check.accumulation_steps(_fewest).ok
+    assert check.accumulation_steps(lambda t, f: np.int64(_fewest(t, f))).ok  # a NumPy integer passes
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (lambda t, f: math.ceil(t / f), "do not always split the batch into equal micro-batches"),  # ceil, no divisor
+    (lambda t, f: t // f, "You rounded down"),
+    (lambda t, f: t // f + 1, "One step too many when largest_fit divides the batch exactly"),  # off by one
+    (lambda t, f: t / f, "A number of steps is a whole number"),  # true division
+    (lambda t, f: t // _fewest(t, f), "You returned the micro-batch"),  # the other quantity
+    (lambda t, f: max(2, _fewest(t, f)), "Keras refuses gradient_accumulation_steps=1"),  # Keras' minimum
+    (lambda t, f: _fewest(t, f) if t > f else 0, "it takes 1 step, not 0"),  # the boundary where it fits
+    (_powers_of_two, "You tried powers of two only"),
+    (lambda t, f: _fewest(t, f - 1) if f > 1 else 1, "Use <=, not <"),  # a micro-batch of exactly largest_fit fits
+    (lambda t, f: float(_fewest(t, f)), "Your values are right"),  # the right values as floats
+    (lambda t, f: np.ceil(t / f), "equal micro-batches"),  # NumPy's float ceil, and no divisor: the bigger mistake
+])
+def test_accumulation_steps_names_the_mistake(answer, hint):
+    fb = check.accumulation_steps(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+def test_accumulation_steps_refuses_this_runs_constant():
+    fb = check.accumulation_steps(lambda t, f: 4)  # 2048 as 4 steps of 512, this run's answer on a CPU
+    assert not fb.ok and "accumulation_steps(768, 256) gave 4; it is 3" in fb.message, fb.message

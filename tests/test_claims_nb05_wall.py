@@ -15,6 +15,8 @@ from types import SimpleNamespace
 import pytest
 from claims import nb05
 
+from helpers import batching
+
 FIXTURE = json.loads((Path(__file__).resolve().parent / "claims" / "gpu_nb05.json").read_text())
 
 
@@ -28,8 +30,15 @@ def h200_without_a_wall():
     r["max_batch_reason"] = "this NVIDIA H200, doubling from batch 512: no out-of-memory error up to batch 131072"
     r["wall"].update(device="this NVIDIA H200", max_batch=131072, failed_at=None, out_of_memory=False, error="",
                      error_type=None, predicted_max_batch=770000)
-    kept = ("With the scaling rule", "Trained batch", "Sizes the rule")
-    text = [line for line in FIXTURE["text"] if line.startswith(kept)] + [
+    # No wall: the effective batch is the largest batch tried, which fits, so the accumulation child measures it.
+    r["accumulation"].update(where="this NVIDIA H200", capacity=150_754_820_096, large_peak=13_310_000_000,
+                             large_error="", large_error_type=None)
+    a = r["accumulation"]
+    accumulation = batching.accumulation_memory_lines(a["target"], a["micro"], a["steps"], a["micro_peak"],
+                                                      a["accumulated_peak"], a["large_peak"], a["large_error"],
+                                                      a["capacity"], a["where"], near=a["near"])
+    kept = ("With the scaling rule", "Trained batch", "Sizes the rule", "After 8 updates", "An update of batch")
+    text = [line for line in FIXTURE["text"] if line.startswith(kept)] + accumulation + [
         "On this NVIDIA H200, every batch up to 131072 fitted: no wall within the sweep, so this run does not measure "
         "where this device's memory ends. The sweep stops there: the next doubling, 262144, would put more than "
         "2**31 - 1 elements in one tensor, and past that a GPU step can fail in other ways than running out of "
@@ -59,6 +68,20 @@ def test_the_old_failure_batch_none_fitted_does_not_pass():
     text = ["- the wall: batch None fitted on this NVIDIA H200, None did not"] + FIXTURE["text"][-1:]
     with pytest.raises(AssertionError):
         nb05.check(run_of(r, text))
+
+
+def test_accumulation_must_match_the_wall_and_its_page():
+    r = copy.deepcopy(FIXTURE["results"])
+    r["accumulation"].update(target=65536, steps=128)  # the batch that fitted, not the one that did not
+    with pytest.raises(AssertionError):
+        nb05.check(run_of(r, FIXTURE["text"]))
+    r = copy.deepcopy(FIXTURE["results"])
+    r["accumulation_equivalence"]["same_updates"] = False  # a verdict that does not follow the rule
+    with pytest.raises(AssertionError):
+        nb05.check(run_of(r, FIXTURE["text"]))
+    text = [line for line in FIXTURE["text"] if not line.startswith("256 steps of 512")]
+    with pytest.raises(AssertionError, match="256 steps of 512"):
+        nb05.check(run_of(FIXTURE["results"], text))  # the page must say what the accumulated update needed
 
 
 def test_another_error_is_not_taken_for_a_wall():

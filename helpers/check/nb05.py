@@ -15,7 +15,7 @@ from typing import Any
 
 from helpers.check._feedback import Feedback, call, not_filled, number, returned_none, wrong
 
-__all__ = ["updates_in_budget", "scaled_warmup_lr", "max_batch_that_fits"]
+__all__ = ["updates_in_budget", "scaled_warmup_lr", "max_batch_that_fits", "accumulation_steps"]
 
 
 
@@ -313,3 +313,98 @@ def max_batch_that_fits(answer: Any) -> Feedback:
     return wrong(f"For {name} (bytes_per_sample={b:,}, fixed_bytes={f:,}, memory_bytes={m:,}) your function gives "
                  f"{got[i]:g}; the largest batch that fits is {_fits(b, f, m):,}: floor((memory - fixed) / "
                  "bytes_per_sample), and 0 when that is negative.")
+
+
+# (target_batch, largest_fit): exact splits, a rounded-up count that does not divide, batches that fit. Every case
+# has a power-of-two answer too, so a learner's `while ...: k *= 2` loop ends (with a wrong value) instead of hanging.
+ACCUMULATION_CASES = {
+    "batch 2048 where 512 fit": (2048, 512),
+    "batch 1000 where 400 fit (3 steps would be 333.3 samples each)": (1000, 400),
+    "batch 768 where 256 fit": (768, 256),
+    "batch 4096 where 1000 fit": (4096, 1000),
+    "batch 96 where 10 fit (10 and 11 steps do not divide it)": (96, 10),
+    "batch 6 where 4 fit": (6, 4),
+    "batch 96 where 96 fit": (96, 96),
+    "batch 64 where 100 fit": (64, 100),
+    "batch 1536 where 512 fit": (1536, 512),
+    "batch 100 where 30 fit": (100, 30),
+}
+
+
+def _accumulation_steps(target: int, fit: int) -> int:
+    k = -(-target // fit)  # the fewest steps whose micro-batches fit
+    while target % k:
+        k += 1
+    return k
+
+
+def accumulation_steps(answer: Any) -> Feedback:
+    """Exercise 05.4: ``accumulation_steps(target_batch, largest_fit)``.
+
+    The fewest steps k with equal micro-batches that fit: k divides ``target_batch`` and
+    ``target_batch // k <= largest_fit``; 1 when the whole batch fits.
+
+    Example:
+        >>> accumulation_steps(lambda t, f: next(k for k in range(1, t + 1) if t % k == 0 and t // k <= f)).ok
+        True
+        >>> accumulation_steps(lambda t, f: -(-t // f)).ok  # forgets that the micro-batches must be equal
+        False
+    """
+    cases = list(ACCUMULATION_CASES.values())
+    got = _answers(answer, "accumulation_steps", cases)
+    if isinstance(got, Feedback):
+        return got
+    if (fb := _not_int("accumulation_steps", got, _accumulation_steps, cases,
+                       "a number of steps (gradient_accumulation_steps takes an int)")) is not None:
+        return fb
+    if _same(got, _accumulation_steps, cases):
+        return Feedback(True, f"Right on all {len(cases)} made-up cases: batch 1000 where 400 fit takes 4 steps of "
+                              "250 (3 steps would be 333.3 samples each), batch 96 where 10 fit takes 12 steps of 8 "
+                              "(10 and 11 do not divide 96), and a batch that fits takes 1 step, which you give "
+                              "Keras as gradient_accumulation_steps=None.")
+
+    def ceil_steps(t: int, f: int) -> int:
+        return -(-t // f)
+
+    def power_of_two(t: int, f: int) -> int:
+        k = 1
+        while t % k or t // k > f:
+            k *= 2
+            if k > t:
+                return -1
+        return k
+
+    def micro(t: int, f: int) -> int:
+        return t // _accumulation_steps(t, f)
+
+    mistakes = [
+        (micro, "You returned the micro-batch (target_batch // k), not the number of steps k."),
+        (ceil_steps, "You rounded target_batch / largest_fit up, but those steps do not always split the batch into "
+                     "equal micro-batches: batch 1000 in 3 steps would be 333.3 samples each. Raise k until it "
+                     "divides target_batch."),
+        (lambda t, f: t // f, "You rounded down: then a micro-batch is larger than largest_fit (batch 1000 where 400 "
+                              "fit: 2 steps of 500), and a batch smaller than largest_fit gets 0 steps. Round up, "
+                              "then make k divide the batch."),
+        (lambda t, f: t // f + 1, "One step too many when largest_fit divides the batch exactly (batch 2048 where 512 "
+                                  "fit takes 4 steps, not 5): round up with math.ceil or -(-t // f), not // then + 1."),
+        (lambda t, f: t / f, "A number of steps is a whole number: round up, then make it divide target_batch."),
+        (lambda t, f: max(2, _accumulation_steps(t, f)), "When the whole batch fits, the answer is 1 step: Keras "
+                                                         "refuses gradient_accumulation_steps=1, so you pass None, "
+                                                         "but the number of steps is still 1, not 2."),
+        (lambda t, f: _accumulation_steps(t, f) if t > f else 0, "When the whole batch fits it takes 1 step, not 0: "
+                                                                 "every update needs at least one step."),
+        (power_of_two, "You tried powers of two only: batch 768 where 256 fit takes 3 steps of 256, which is "
+                       "not a power of two. Try every k upwards from the rounded-up quotient."),
+        (lambda t, f: _accumulation_steps(t, f - 1) if f > 1 else 1,
+         "You required each micro-batch to be strictly smaller than largest_fit; a micro-batch of exactly "
+         "largest_fit fits (batch 96 where 96 fit: 1 step). Use <=, not <."),
+    ]
+    for formula, message in mistakes:
+        if _same(got, formula, cases):
+            return wrong(message)
+    i = _first_difference(got, _accumulation_steps, cases)
+    name, (t, f) = list(ACCUMULATION_CASES.items())[i]
+    right = _accumulation_steps(t, f)
+    return wrong(f"For {name}, accumulation_steps({t}, {f}) gave {got[i]:g}; it is {right} ({right} micro-batches "
+                 f"of {t // right}): the fewest steps k that divide target_batch with target_batch // k <= "
+                 "largest_fit.")

@@ -10,6 +10,22 @@ without AVX-512), seed 0: smoke +0.38 at batch 512; learner size +0.015, +0.045,
 128 beyond the margin) and -0.029 at 512 (hurt), whose scaled rate 0.16 sent the held-out loss up to 5.19. So
 on a CPU the claim is that the rule helped at least one size above the base beyond the margin, and, for every
 size, that the page says which of helped, hurt or within noise it was.
+
+Gradient accumulation (section "Past the memory wall"). The effective batch is the first batch the wall child
+could not fit (or, with no wall, the largest it tried), made as k steps of a micro-batch that divides it. Why the
+claims hold on a CPU and on a GPU alike:
+- Memory: a step's peak grows with its batch (fixed part plus bytes per sample, both devices), and an accumulated
+  step holds one micro-batch plus one float32 accumulator per weight (51 KiB here), so its peak is within 20 % of a
+  plain micro-batch step's and below the large step's, which on a GPU raises ResourceExhaustedError instead (the
+  wall). Measured on the CPU child (oneDNN off, BFC, one thread): micro 512 88.5-92.3 MiB plain, 79.0-81.1 MiB
+  accumulated (-11 to -12 %), batch 2048 351-354 MiB, above the pretend 256 MiB device.
+- Updates: the same from the same weights and images, up to rounding, on any device where float32 stays float32;
+  the notebook turns TF32 off around the comparison (helpers.nn.tf32_off), so a GPU's matmuls and convolutions
+  round as float32 too. The tolerance updates x sqrt(terms) x 2**-24 is the page's rule; on this CPU, smoke size
+  (3 updates): weights 1.4e-5 apart against a tolerance of 1.1e-4, losses equal to 4 decimals. A GPU whose cuDNN
+  picks a Winograd or FFT kernel may round more, so there the claim is only that the page's verdict follows its rule.
+- Keras' counting (BaseOptimizer.iterations is _iterations // k) and the tolerance's formula hold everywhere; the
+  time per update is whatever the device measured, and the page's sentence must follow its rule.
 """
 
 from __future__ import annotations
@@ -17,6 +33,7 @@ from __future__ import annotations
 import math
 
 from claims import common
+from helpers import batching
 
 
 def check(run) -> None:
@@ -31,7 +48,8 @@ def shared(run):
     r = run.results
     common.require(r, ("gpu_count", "samples_per_s", "memory_bytes", "final_accuracy", "max_batch", "max_batch_reason",
                 "wall", "scaling_rule_helped", "t4_estimate_max_batch", "exercises_solved", "convergence_skipped",
-                "scaling_rule_helped_at", "scaling_rule_hurt_at", "test_images", "noise_se"))
+                "scaling_rule_helped_at", "scaling_rule_hurt_at", "test_images", "noise_se", "accumulation",
+                "accumulation_equivalence", "accumulation_time"))
     text = run.outputs_text()
 
     # Throughput: a positive figure for at least three batch sizes.
@@ -111,9 +129,55 @@ def shared(run):
             "within noise": "so this run cannot tell the two rules apart"}
     assert said[verdicts[big]] in text, said[verdicts[big]]
 
+    accumulation_claims(r, text, sizes)
+
     assert r["exercises_solved"] is True
     assert run.stderr_text() == "", f"stderr on the learner's page:\n{run.stderr_text()[:2000]}"
     assert "Traceback" not in text
+
+
+def accumulation_claims(r, text, sizes):
+    """Past the wall: the effective batch in k micro-steps, its memory, the same updates, the time (docstring)."""
+    acc, wall = r["accumulation"], r["wall"]
+    target, micro, k = acc["target"], acc["micro"], acc["steps"]
+    assert target == (wall["failed_at"] if wall["out_of_memory"] else wall["max_batch"] or sizes[-1]), (acc, wall)
+    assert k >= 2 and micro * k == target and micro <= sizes[-1], acc  # equal micro-batches, Keras' k >= 2
+    # Memory: the accumulated update peaks near a plain micro-batch step, below the large step (or the large step
+    # ran out of memory), and fits where the large batch did not.
+    near, micro_peak, acc_peak = acc["near"], acc["micro_peak"], acc["accumulated_peak"]
+    assert abs(acc_peak - micro_peak) <= near * micro_peak, acc
+    if acc["large_peak"] is None:
+        assert acc["large_error_type"] == "ResourceExhaustedError", acc
+        assert acc["large_error"].startswith(batching.OOM_TEXTS), acc
+    else:
+        assert acc["large_error_type"] is None and acc_peak < acc["large_peak"], acc
+    if acc["capacity"]:
+        assert acc_peak <= acc["capacity"], acc
+    for line in batching.accumulation_memory_lines(target, micro, k, micro_peak, acc_peak, acc["large_peak"],
+                                                   acc["large_error"], acc["capacity"], acc["where"], near=near):
+        assert line in text, line
+    # The same updates: same start, Keras counting updates and micro-steps, the tolerance's formula, the verdict
+    # following the rule, and the page saying it.
+    eq = r["accumulation_equivalence"]
+    assert eq["same_start"] is True and eq["tf32"].startswith("TF32 off"), eq
+    assert eq["micro"] * eq["steps"] == eq["batch"] <= sizes[-1] and eq["steps"] >= 2, eq
+    assert eq["iterations"] == eq["updates"] >= 2 and eq["micro_steps"] == eq["updates"] * eq["steps"], eq
+    assert len(eq["loss_large"]) == len(eq["loss_accumulated"]) == eq["updates"], eq
+    assert eq["terms"] == eq["batch"] * 26 * 26, eq  # conv1's kernel gradient: samples x output positions
+    # the formula, printed (and compared) to two significant digits
+    assert math.isclose(eq["tolerance"], eq["updates"] * math.sqrt(eq["terms"]) * 2.0**-24, rel_tol=0.05), eq
+    assert eq["same_updates"] is (eq["weight_drift"] <= eq["tolerance"] and eq["loss_gap"] <= eq["tolerance"]), eq
+    line = batching.equivalence_line(eq["batch"], eq["micro"], eq["steps"], eq["updates"], eq["weight_drift"],
+                                     eq["loss_gap"], eq["tolerance"], eq["reorder_drift"])
+    assert line in text, line
+    # Time: measured, and read by the page's rule.
+    t = r["accumulation_time"]
+    assert t["s_per_update_large"] > 0 and t["s_per_update_accumulated"] > 0 and t["timed"] == eq["updates"] - 1, t
+    assert t["slowest"] >= 1, t  # the slowest timed update over its run's median, quoted beside the medians
+    line = batching.accumulation_time_line(eq["batch"], eq["micro"], eq["steps"], t["s_per_update_large"],
+                                           t["s_per_update_accumulated"], t["timed"], slower=t["slower"],
+                                           slowest=t["slowest"])
+    assert line in text, line
 
 
 def on_cpu(run):
@@ -139,6 +203,11 @@ def on_cpu(run):
     # Measured (see the docstring): the rule helped batch 512 with oneDNN on and in smoke mode, and every middle
     # size with oneDNN off, where batch 512 lost. So some size gains unless the budget left only the two ends.
     assert r["scaling_rule_helped_at"] or len(r["final_accuracy"]) == 2, r["final_accuracy"]
+    # Accumulation (see the docstring): the uncapped child measured the large step above the pretend device, the
+    # accumulated update below it, and the updates were the same within the float32 tolerance.
+    acc = r["accumulation"]
+    assert acc["large_peak"] > acc["capacity"] == 256 * 2**20 >= acc["accumulated_peak"], acc
+    assert r["accumulation_equivalence"]["same_updates"] is True, r["accumulation_equivalence"]
 
 
 def on_gpu(run):

@@ -186,6 +186,12 @@ def test_cluster_tool_says_why_it_cannot_start(monkeypatch, tmp_path):
     assert "missing munged" in reason and "apt-get install slurmctld slurmd slurm-client munge" in reason
     with pytest.raises(RuntimeError, match="missing munged"):
         slurm_cluster.SlurmCluster(tmp_path).start()
+    monkeypatch.setattr(slurm_cluster.shutil, "which", lambda name, path=None: f"/usr/bin/{name}")
+
+    def unknown(name):
+        raise OSError("Name or service not known")
+    monkeypatch.setattr(slurm_cluster.socket, "gethostbyname", unknown)
+    assert "does not resolve: add it to /etc/hosts" in slurm_cluster.why_not()
 
 
 def test_cluster_config_runs_as_root_without_cgroups_and_allows_requeue(monkeypatch, tmp_path):

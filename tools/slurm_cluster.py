@@ -66,6 +66,10 @@ def why_not() -> str:
     if missing:
         return (f"missing {', '.join(missing)}: install Debian's packages as root "
                 f"(apt-get install {' '.join(PACKAGES)}), or run make test-slurm, which does")
+    try:  # the node is named after the machine, and the workers reach each other by that name
+        socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return f"this machine's name {socket.gethostname()!r} does not resolve: add it to /etc/hosts"
     return ""
 
 

@@ -570,7 +570,8 @@ def prediction_reading(label: str, measured_s: float, predicted_s: float,
     head = f"{label}: measured {measured_s * 1e3:.2g} ms, predicted {predicted_s * 1e3:.2g} ms, ratio {ratio:.2f}"
     if ratio > matches_within:
         return (f"{head}: slower than predicted, outside the rule ({rule}): the all-reduce does "
-                "more than copy its bytes (it adds the chunks it receives, and writes the sum to a new tensor).")
+                "more work per byte than a plain copy (it adds the chunks it receives, writes the sum to a new tensor, "
+                "and its steps wait for each other).")
     if ratio * matches_within < 1:
         return (f"{head}: faster than predicted, outside the rule ({rule}): the bytes moved "
                 "are fewer than the model counts, or the copy yardstick was slowed by a busy moment.")

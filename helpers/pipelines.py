@@ -17,6 +17,7 @@ the rule they apply is stated in each sentence, and the thresholds come from the
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import logging
 import math
@@ -26,7 +27,8 @@ import shutil
 import statistics
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -704,3 +706,284 @@ def augmentation_reading(whole_s: float, each_s: float, model_s: float, while_lo
         text += ("No 'Using a while_loop' warning appeared: on this version the layers transform the batch whole, "
                  "and the per-image fallback behind the TF 2.9 slowdown is not in the way.")
     return text
+
+
+# ---------------------------------------------------------------- tf.data at scale: shards, vectorised map, timeline
+def record_checksum(records: Iterable[tuple[bytes, int]]) -> int:
+    """An order-free checksum of (bytes, label) records: the sum of their CRC-32s, modulo 2**32.
+
+    A parallel interleave with ``deterministic=False`` returns the records in any order, so the
+    check that every record came back once, unchanged, must not depend on the order.
+
+    Example:
+        >>> record_checksum([(b"png-a", 3), (b"png-b", 7)]) == record_checksum([(b"png-b", 7), (b"png-a", 3)])
+        True
+    """
+    total = 0
+    for data, label in records:
+        if not isinstance(data, (bytes, bytearray)):
+            raise ValueError(f"records hold {type(data).__name__} data: pass (bytes, label) pairs.")
+        total += zlib.crc32(bytes(data) + int(label).to_bytes(8, "little", signed=True))
+    return total % 2**32
+
+
+def rounds_reading(rounds: Mapping[str, Sequence[float]], items: int, unit: str = "records",
+                   min_rounds: int = 5) -> str:
+    """Read a two-way comparison timed in alternating rounds (:func:`interleaved`): rates, and which was faster.
+
+    `rounds` maps each of two names to its time per round, in seconds, for `items` items. One is
+    called faster only when it took less time in every round and there were at least `min_rounds`
+    rounds (with no real difference, one side wins all of n rounds by chance 2 x 0.5^n of the time);
+    the sentence states that rule.
+
+    Example:
+        >>> rounds_reading({"a": [0.2, 0.21, 0.2], "b": [0.1, 0.1, 0.11]}, 1000, min_rounds=3)[:39]
+        'a: 4,762-5,000 records/s (median 5,000)'
+    """
+    if len(rounds) != 2:
+        raise ValueError(f"rounds has {len(rounds)} entries: pass exactly two {{name: [seconds per round]}}.")
+    for key, values in rounds.items():
+        if not values:
+            raise ValueError(f"rounds[{key!r}] is empty: time each candidate at least once.")
+        for value in values:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"rounds[{key!r}] holds {value!r}: every round time must be a positive number "
+                                 "of seconds.")
+    (a, ta), (b, tb) = rounds.items()
+    if len(ta) != len(tb):
+        raise ValueError("rounds must hold one time per round for both candidates.")
+    if isinstance(items, bool) or not isinstance(items, int) or items < 1:
+        raise ValueError(f"items={items!r}: use a positive integer (the items each timed run handles).")
+    if isinstance(min_rounds, bool) or not isinstance(min_rounds, int) or min_rounds < 2:
+        raise ValueError(f"min_rounds={min_rounds!r}: use an integer >= 2.")
+
+    def span(times: Sequence[float]) -> str:
+        return (f"{items / max(times):,.0f}-{items / min(times):,.0f} {unit}/s "
+                f"(median {items / statistics.median(times):,.0f})")
+
+    n = len(ta)
+    text = f"{a}: {span(ta)}; {b}: {span(tb)}, over {n} alternating round{'s' if n != 1 else ''}. "
+    ma, mb = statistics.median(ta), statistics.median(tb)
+    faster, slower = (a, b) if ma < mb else (b, a)
+    ratio = _times(max(ma, mb) / min(ma, mb))
+    rule = (f"the rule: one is faster only when it took less time in every one of at least {min_rounds} rounds; "
+            f"with no real difference, one side wins all of {n} by chance {2 * 0.5 ** n:.0%} of the time")
+    if ma != mb and separable(ta, tb) and n >= min_rounds:
+        return text + f"{faster} was faster in every round, {ratio} by the medians ({rule})."
+    wins_a = sum(x < y for x, y in zip(ta, tb, strict=True))
+    wins_b = sum(y < x for x, y in zip(ta, tb, strict=True))
+    why = (f"won all {n} rounds, fewer than {min_rounds}" if separable(ta, tb) and ma != mb
+           else f"the rounds overlap: {a} took less time in {wins_a} of {n}, {b} in {wins_b} of {n}")
+    medians = "the medians are equal" if ma == mb else f"by the medians {faster} was ahead by {ratio}"
+    return text + f"Not separable on this run ({why}; {rule}); {medians}."
+
+
+def _merge(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[list[float]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(s, e) for s, e in merged]
+
+
+def _length(intervals: Iterable[tuple[float, float]]) -> float:
+    return sum(e - s for s, e in intervals)
+
+
+def _intersection(a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]]) -> float:
+    """Total time covered by both of two lists of merged intervals."""
+    total, i, j = 0.0, 0, 0
+    while i < len(a) and j < len(b):
+        total += max(0.0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+class Timeline:
+    """When each stage of a pipeline ran, and when each training step waited and trained, on one clock.
+
+    The pipeline carries ``tf.timestamp()`` pairs (start, end) per element and stage in a dict; a
+    ``map(timeline.handoff)`` after ``batch`` hands each batch's stamps to Python, with the moment
+    the batch was ready (its latest stamp). :meth:`run` times the training steps with ``tf.timestamp()``
+    too: one clock for everything, so that no event can seem to start before one that preceded it.
+
+    Example:
+        >>> t = Timeline()
+        >>> t.batches.append({"stages": {"load": [(1.0, 1.5)]}, "ready": 1.5})
+        >>> t.steps.append((1.0, 2.0))
+        >>> t.intervals(steps=1)["wait for batch"]
+        [(0.0, 0.5)]
+    """
+
+    def __init__(self) -> None:
+        self.batches: list[dict[str, Any]] = []
+        self.steps: list[tuple[float, float]] = []
+
+    def handoff(self, images: Any, labels: Any, stamps: Mapping[str, Any]) -> tuple[Any, Any]:
+        """For ``dataset.map`` after ``batch``: note the batch's stamps and the time it was ready; pass it on."""
+        tf = sys.modules["tensorflow"]  # loaded by whoever built the pipeline; this module never imports it
+        names = sorted(stamps)
+
+        def note(*arrays: Any) -> float:
+            stages = {n: [tuple(map(float, row)) for row in a.numpy()] for n, a in zip(names, arrays, strict=True)}
+            ready = max(end for spans in stages.values() for _, end in spans)  # the batch's last stage ended
+            self.batches.append({"stages": stages, "ready": ready})
+            return ready
+
+        noted = tf.py_function(note, [stamps[n] for n in names], tf.float64)
+        with tf.control_dependencies([noted]):
+            return tf.identity(images), labels
+
+    def run(self, train_step: Callable[[Any], Any], iterator: Any, warmup: int, steps: int) -> None:
+        """Run `warmup` then `steps` training steps on `iterator`, noting each step's start and end."""
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"steps={steps!r}: use a positive integer.")
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise ValueError(f"warmup={warmup!r}: use an integer >= 0.")
+        tf = importlib.import_module("tensorflow")
+        for _ in range(warmup + steps):
+            start = float(tf.timestamp())  # the pipeline's clock
+            out = train_step(iterator)
+            if hasattr(out, "numpy"):
+                out.numpy()  # waits until the step has finished
+            self.steps.append((start, float(tf.timestamp())))
+
+    def intervals(self, steps: int) -> dict[str, list[tuple[float, float]]]:
+        """The last `steps` steps: each stage's busy intervals, the waits and the training, in s from the first.
+
+        Step k trains on batch k (``prefetch`` keeps the order): it waits from its start until that
+        batch is ready, then trains. Stage intervals that ended before the window (a cache served
+        them from an earlier epoch) are left out, and a stage's overlapping ones (parallel calls) are merged.
+        """
+        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= len(self.steps):
+            raise ValueError(f"steps={steps!r}: use an integer from 1 to the {len(self.steps)} steps run.")
+        if len(self.batches) < len(self.steps):
+            raise ValueError(f"{len(self.batches)} batches were noted for {len(self.steps)} steps: put "
+                             "map(timeline.handoff) after batch in the pipeline the steps read.")
+        first = len(self.steps) - steps
+        origin, last = self.steps[first][0], self.steps[-1][1]
+        waits, trains = [], []
+        for k in range(first, len(self.steps)):
+            start, end = self.steps[k]
+            ready = min(max(start, self.batches[k]["ready"]), end)
+            waits.append((start, ready))
+            trains.append((ready, end))
+        out: dict[str, list[tuple[float, float]]] = {}
+        for name in sorted({n for b in self.batches for n in b["stages"]}):
+            spans = [(max(s, origin), min(e, last)) for b in self.batches for s, e in b["stages"].get(name, [])
+                     if e > origin and s < last]
+            out[name] = _merge(spans)
+        out["wait for batch"] = [(s, e) for s, e in waits if e > s]  # one bar per step, not merged
+        out["train step"] = trains
+        return {name: [(s - origin, e - origin) for s, e in spans] for name, spans in out.items()}
+
+
+def timeline_shares(intervals: Mapping[str, Sequence[tuple[float, float]]]) -> dict[str, float]:
+    """Figures of one timeline (:meth:`Timeline.intervals`): its length, the share of it spent training,
+    and the share of the training time during which some input stage ran too (the overlap prefetch buys).
+
+    Example:
+        >>> timeline_shares({"load": [(0.0, 1.0)], "wait for batch": [(0.0, 1.0)], "train step": [(1.0, 2.0)]})
+        {'window_s': 2.0, 'train_share': 0.5, 'overlap_share': 0.0}
+    """
+    for key in ("wait for batch", "train step"):
+        if key not in intervals:
+            raise ValueError(f"intervals lacks {key!r}: pass what Timeline.intervals returns.")
+    train = _merge(intervals["train step"])
+    everything = [iv for spans in intervals.values() for iv in spans]
+    if not train or not everything:
+        raise ValueError("intervals holds no training step: run Timeline.run first.")
+    window = max(e for _, e in everything) - min(s for s, _ in everything)
+    stages = _merge(iv for name, spans in intervals.items() if name not in ("wait for batch", "train step")
+                    for iv in spans)
+    trained = _length(train)
+    return {"window_s": round(window, 6), "train_share": round(trained / window, 6) if window else 0.0,
+            "overlap_share": round(_intersection(train, stages) / trained, 6) if trained else 0.0}
+
+
+TIMELINE_ROWS = ("load", "augment", "wait for batch", "train step")
+
+
+def timeline_figure(timelines: Mapping[str, Mapping[str, Sequence[tuple[float, float]]]],
+                    rows: Sequence[str] = TIMELINE_ROWS) -> Any:
+    """Draw timelines side by side, one panel each: a row per stage, a bar for each interval it ran.
+
+    Example:
+        >>> fig = timeline_figure({"a": {"load": [(0.0, 0.1)], "wait for batch": [], "train step": [(0.1, 0.2)]}})
+        >>> len(fig.axes)
+        1
+    """
+    import matplotlib.pyplot as plt
+
+    if not timelines:
+        raise ValueError("timelines is empty: pass {name: Timeline.intervals(...)}.")
+    fig, axes = plt.subplots(1, len(timelines), figsize=(5.5 * len(timelines), 2.8), squeeze=False, sharey=True)
+    for ax, (name, spans) in zip(axes[0], timelines.items(), strict=True):
+        for row, stage in enumerate(rows):
+            bars = [(s * 1e3, max((e - s) * 1e3, 0.05)) for s, e in spans.get(stage, [])]
+            per_step = stage in ("wait for batch", "train step")  # a white edge between back-to-back steps
+            ax.broken_barh(bars, (row - 0.35, 0.7), color=f"C{row}", edgecolor="white" if per_step else "none",
+                           linewidth=0.6 if per_step else 0)
+        end = max((e for v in spans.values() for _, e in v), default=0.0) * 1e3
+        ax.set(yticks=range(len(rows)), yticklabels=list(rows), xlabel="time since the first timed step (ms)",
+               title=f"{name}: {end:,.0f} ms", ylim=(len(rows) - 0.5, -0.5))
+        ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def thread_names() -> dict[str, int]:
+    """The threads of this process grouped by name (digits dropped), from /proc on Linux; {} elsewhere.
+
+    Example:
+        >>> isinstance(thread_names(), dict)
+        True
+    """
+    groups: dict[str, int] = {}
+    for comm in sorted(Path("/proc/self/task").glob("*/comm")):
+        try:
+            name = re.sub(r"[\d_]+$", "", comm.read_text().strip()) or "(unnamed)"
+        except OSError:  # the thread ended meanwhile
+            continue
+        groups[name] = groups.get(name, 0) + 1
+    return dict(sorted(groups.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def trace_threads(folder: str | Path) -> dict[str, dict[str, float]]:
+    """The host threads of a profiler trace, grouped by pool: how many threads, and how long their events lasted.
+
+    Reads the ``.xplane.pb`` files under `folder` (what ``tf.profiler.experimental.start(folder)``
+    wrote), keeps the ``/host:CPU`` plane, and groups its lines (one per thread) by name without the
+    thread id: ``tf_Compute`` (the inter-op pool that runs the model's ops), ``tf_data_private_threadpool``
+    (tf.data's functions), ``tf_data_iterator_*`` (tf.data's own background threads), ``python``, Eigen's
+    intra-op pool, and on a GPU ``gpu_private`` when ``TF_GPU_THREAD_MODE=gpu_private``. ``busy_ms`` is
+    the time covered by each thread's recorded events (nested events counted once), which includes
+    waiting inside an event.
+
+    Example:
+        >>> trace_threads("/nonexistent")
+        {}
+    """
+    paths = sorted(Path(folder).glob("plugins/profile/*/*.xplane.pb"))
+    if not paths:
+        return {}
+    xplane_pb2 = importlib.import_module("tensorflow.tsl.profiler.protobuf.xplane_pb2")
+    groups: dict[str, dict[str, float]] = {}
+    for path in paths:
+        space = xplane_pb2.XSpace()
+        space.ParseFromString(path.read_bytes())
+        for plane in space.planes:
+            if plane.name != "/host:CPU":
+                continue
+            for line in plane.lines:
+                name = re.sub(r"/-?\d+$", "", line.name) or "(unnamed)"
+                spans = _merge((e.offset_ps / 1e9, (e.offset_ps + e.duration_ps) / 1e9) for e in line.events)
+                group = groups.setdefault(name, {"threads": 0, "busy_ms": 0.0})
+                group["threads"] += 1
+                group["busy_ms"] = round(group["busy_ms"] + _length(spans), 3)
+    return dict(sorted(groups.items(), key=lambda kv: -kv[1]["busy_ms"]))

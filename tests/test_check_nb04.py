@@ -265,3 +265,58 @@ def test_build_pipeline_verdict_is_the_same_on_every_core_for_every_seed():
         assert check.build_pipeline(tuned).ok
         fb = check.build_pipeline(_order("load", "cache", "augment", "batch", "prefetch"))
         assert not fb.ok and "add .shuffle(buffer_size)" in fb.message, fb.message
+
+
+# --------------------------------------------------------------------------- exercise 3: read_time
+def model_read_time(n_files, cycle_length, latency_s, read_s):
+    import math
+
+    return math.ceil(n_files / cycle_length) * (latency_s + read_s)
+
+
+def test_read_time_model_answer_passes():
+    fb = check.read_time(model_read_time)
+    assert fb.ok, fb.message
+
+
+def test_read_time_accepts_right_answers_written_otherwise():
+    import numpy as np
+
+    def by_negative_floor(n_files, cycle_length, latency_s, read_s):
+        return -(-n_files // cycle_length) * (latency_s + read_s)
+
+    def round_by_round(n_files, cycle_length, latency_s, read_s):
+        total, left = 0.0, n_files
+        while left > 0:
+            total += latency_s + read_s
+            left -= cycle_length
+        return total
+
+    def with_numpy(n_files, cycle_length, latency_s, read_s):
+        return np.float32(np.ceil(n_files / cycle_length)) * np.float64(latency_s + read_s)
+
+    for answer in (by_negative_floor, round_by_round, with_numpy):
+        fb = check.read_time(answer)
+        assert fb.ok, fb.message
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (..., "Not answered yet"),
+    (0.2, "Answer with a function"),
+    (lambda n, k, lat, r: None, "returns None"),
+    (lambda n, k, lat, r: 0.16, "whatever the shards"),
+    (lambda n, k, lat, r: f"{n * lat} s", "return a number of seconds"),
+    (lambda n, k, lat, r: n / k * (lat + r), "true division"),  # a partial round counted as part of one
+    (lambda n, k, lat, r: n // k * (lat + r), "drops the last, partial round"),  # floor division
+    (lambda n, k, lat, r: (n // k + 1) * (lat + r), "one round too many"),  # off by one on multiples
+    (lambda n, k, lat, r: 1000 * model_read_time(n, k, lat, r), "milliseconds"),  # units
+    (lambda n, k, lat, r: n * (lat + r), "one file after the other"),  # cycle_length ignored
+    (lambda n, k, lat, r: model_read_time(n, k, lat, 0.0), "add read_s to latency_s"),  # dropped item
+    (lambda n, k, lat, r: model_read_time(n, k, lat, 0.0) + n * r, "The reading overlaps too"),
+    (lambda n, k, lat, r: round(model_read_time(n, k, lat, r), 2), "rounded"),  # rounding
+    (lambda n, k, lat, r: 1 / 0, "raised ZeroDivisionError"),
+])
+def test_read_time_refuses_plausible_mistakes_with_the_right_hint(answer, hint):
+    fb = check.read_time(answer)
+    assert not fb.ok
+    assert hint in fb.message, fb.message

@@ -211,3 +211,104 @@ def test_module_never_imports_tensorflow_at_import_time():
     source = Path(pipelines.__file__).read_text()
     assert "import tensorflow" not in source
     assert "helpers.pipelines" in sys.modules
+
+
+# ---------------------------------------------------------------- tf.data at scale: shards, timeline, thread pools
+def test_record_checksum_ignores_the_order_but_not_a_lost_changed_or_repeated_record():
+    records = [(b"png-%d" % i, i % 10) for i in range(50)]
+    total = pipelines.record_checksum(records)
+    assert pipelines.record_checksum(reversed(records)) == total
+    assert pipelines.record_checksum(records[:-1]) != total
+    assert pipelines.record_checksum(records[:-1] + [(b"png-49", 8)]) != total  # same bytes, other label
+    assert pipelines.record_checksum(records + records[:1]) != total
+    with pytest.raises(ValueError, match=r"\(bytes, label\) pairs"):
+        pipelines.record_checksum([("text", 1)])
+
+
+def test_timeline_waits_until_the_batch_is_ready_then_trains():
+    t = pipelines.Timeline()
+    t.batches = [{"stages": {"load": [(0.0, 0.4)]}, "ready": 0.5},   # warm-up step's batch
+                 {"stages": {"load": [(1.0, 1.2), (1.1, 1.3)]}, "ready": 1.3},  # overlapping calls: merged
+                 {"stages": {"load": [(1.5, 1.9)]}, "ready": 1.9}]  # made during step 1: prefetched, ready early
+    t.steps = [(0.0, 0.6), (1.0, 2.0), (2.0, 2.5)]
+    spans = t.intervals(steps=2)
+    assert spans["wait for batch"] == [(0.0, pytest.approx(0.3))]  # step 2's batch was ready before it began
+    assert spans["train step"] == [(pytest.approx(0.3), 1.0), (1.0, 1.5)]
+    assert spans["load"] == [(0.0, pytest.approx(0.3)), (pytest.approx(0.5), pytest.approx(0.9))]
+    figures = pipelines.timeline_shares(spans)
+    assert figures["window_s"] == pytest.approx(1.5)
+    assert figures["train_share"] == pytest.approx(1.2 / 1.5)
+    assert figures["overlap_share"] == pytest.approx(0.4 / 1.2, rel=1e-5)  # load ran 0.5-0.9 s, inside the training
+    with pytest.raises(ValueError, match="steps="):
+        t.intervals(steps=4)
+    t.batches = t.batches[:2]
+    with pytest.raises(ValueError, match="map\\(timeline.handoff\\) after batch"):
+        t.intervals(steps=2)
+
+
+def test_timeline_records_a_real_pipeline_and_an_unprefetched_one_never_overlaps():
+    tf = pytest.importorskip("tensorflow")
+    t = pipelines.Timeline()
+
+    def stamp(x, label):
+        start = tf.timestamp()
+        with tf.control_dependencies([start]):
+            y = x * 2.0
+        with tf.control_dependencies([y]):
+            end = tf.timestamp()
+        return y, label, {"load": tf.stack([start, end])}
+
+    plain = tf.data.Options()
+    plain.experimental_optimization.inject_prefetch = False  # as written: no prefetch added behind our back,
+    plain.experimental_optimization.map_parallelization = False  # no map run ahead on other threads,
+    plain.experimental_optimization.map_and_batch_fusion = False  # nor a fused map-and-batch, which runs ahead too
+    ds = (tf.data.Dataset.from_tensor_slices((tf.ones([16, 2]), tf.range(16))).map(stamp).batch(4).map(t.handoff)
+          .with_options(plain))
+    t.run(lambda it: tf.reduce_sum(next(it)[0]), iter(ds.repeat()), warmup=1, steps=3)
+    spans = t.intervals(steps=3)
+    assert len(t.steps) == 4 and len(spans["train step"]) == 3
+    assert pipelines.timeline_shares(spans)["overlap_share"] == 0.0  # made inside next(): before training
+    with pytest.raises(ValueError, match="warmup="):
+        t.run(lambda it: None, iter(ds), warmup=-1, steps=1)
+
+
+def test_timeline_shares_and_figure_refuse_what_is_not_a_timeline():
+    with pytest.raises(ValueError, match="wait for batch"):
+        pipelines.timeline_shares({"load": [(0.0, 1.0)]})
+    with pytest.raises(ValueError, match="timelines is empty"):
+        pipelines.timeline_figure({})
+    import matplotlib.pyplot as plt
+
+    spans = {"load": [(0.0, 0.1)], "augment": [], "wait for batch": [(0.0, 0.1)], "train step": [(0.1, 0.3)]}
+    fig = pipelines.timeline_figure({"naive": spans, "tuned": spans})
+    assert [ax.get_title() for ax in fig.axes] == ["naive: 300 ms", "tuned: 300 ms"]
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == list(pipelines.TIMELINE_ROWS)
+    plt.close(fig)
+
+
+def test_trace_threads_groups_the_host_threads_of_a_trace_by_pool(tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add(name="/host:CPU")
+    plane.event_metadata[1].name = "op"
+    for name, spans in (("tf_Compute/123", [(0, 5), (1, 2)]), ("tf_Compute/-456", [(0, 3)]), ("python", [(0, 1)])):
+        line = plane.lines.add(name=name)
+        for offset_ms, duration_ms in spans:
+            line.events.add(metadata_id=1, offset_ps=int(offset_ms * 1e9), duration_ps=int(duration_ms * 1e9))
+    space.planes.add(name="/device:GPU:0").lines.add(name="stream")
+    folder = tmp_path / "plugins" / "profile" / "2026_01_01"
+    folder.mkdir(parents=True)
+    (folder / "host.xplane.pb").write_bytes(space.SerializeToString())
+    pools = pipelines.trace_threads(tmp_path)
+    assert pools == {"tf_Compute": {"threads": 2, "busy_ms": 8.0}, "python": {"threads": 1, "busy_ms": 1.0}}
+    assert tf is not None and pipelines.trace_threads(tmp_path / "missing") == {}
+
+
+def test_thread_names_groups_this_process_threads():
+    names = pipelines.thread_names()
+    if Path("/proc/self/task").exists():
+        assert sum(names.values()) >= 1
+    else:
+        assert names == {}

@@ -10,7 +10,7 @@ from typing import Any
 
 from helpers.check._feedback import Feedback, not_filled, wrong
 
-__all__ = ["bottleneck", "build_pipeline"]
+__all__ = ["bottleneck", "build_pipeline", "read_time"]
 
 # Made-up timings (input_s, compute_s), in seconds: input-bound and compute-bound steps, GPU-fast and CPU-slow.
 TIMINGS = ((0.120, 0.030), (0.004, 0.035), (0.050, 0.010), (0.0021, 0.0015), (0.009, 0.027), (0.030, 0.024))
@@ -421,3 +421,91 @@ def build_pipeline(answer: Any) -> Feedback:
                           "and the second epoch gave the images other random changes (cache before the random step, "
                           "a new order each epoch); both maps run in parallel and prefetch comes last; the batch "
                           "size follows the argument." + note)
+
+
+# Made-up shard sets (n_files, cycle_length, latency_s, read_s): a multiple of the cycle, a partial last round,
+# fewer files than the cycle, one file at a time, and a cycle of one file more than half the files.
+SHARD_CASES = ((8, 4, 0.02, 0.005), (10, 4, 0.05, 0.01), (3, 8, 0.1, 0.02), (6, 1, 0.03, 0.002),
+               (1024, 16, 0.08, 0.04), (9, 5, 0.2, 0.1))
+
+
+def _read_time(n_files: int, cycle_length: int, latency_s: float, read_s: float) -> float:
+    return math.ceil(n_files / cycle_length) * (latency_s + read_s)
+
+
+def _read_time_hint(got: list[tuple[tuple[int, int, float, float], float]]) -> str:
+    """Name the mistake behind wrong read times: the formula that fits every case the answer got wrong."""
+    def fits(formula: Callable[[int, int, float, float], float]) -> bool:
+        return all(math.isclose(value, formula(*case), rel_tol=1e-6, abs_tol=1e-12) for case, value in got)
+
+    if fits(lambda n, k, lat, r: n / k * (lat + r)):
+        return ("You divided n_files / cycle_length with true division: a last round with fewer files than "
+                "cycle_length still lasts a whole round. Round the number of rounds up (math.ceil).")
+    if fits(lambda n, k, lat, r: n // k * (lat + r)):
+        return ("Floor division n_files // cycle_length drops the last, partial round (and gives 0 rounds when "
+                "there are fewer files than cycle_length). Round up instead: math.ceil(n_files / cycle_length).")
+    if fits(lambda n, k, lat, r: (n // k + 1) * (lat + r)):
+        return ("n_files // cycle_length + 1 counts one round too many when n_files is a multiple of cycle_length. "
+                "Round up instead: math.ceil(n_files / cycle_length).")
+    if fits(lambda n, k, lat, r: 1000 * _read_time(n, k, lat, r)):
+        return "Those are milliseconds. Keep the unit of latency_s and read_s: seconds."
+    if fits(lambda n, k, lat, r: n * (lat + r)):
+        return ("That is reading one file after the other (cycle_length=1). interleave opens cycle_length files at "
+                "once, so the files go in rounds of cycle_length.")
+    if fits(lambda n, k, lat, r: math.ceil(n / k) * lat):
+        return "Each round also reads its files after the wait: add read_s to latency_s for every round."
+    if fits(lambda n, k, lat, r: math.ceil(n / k) * lat + n * r):
+        return ("The reading overlaps too: each of the cycle_length files in a round is read by its own thread, so a "
+                "round lasts latency_s + read_s, not latency_s plus every file's read_s.")
+    if fits(lambda n, k, lat, r: math.ceil(n / k) * lat + r):
+        return "Every round reads its files after its wait: the read time counts once per round, not once in all."
+    return ("Files go in rounds of cycle_length, each round lasting latency_s + read_s: "
+            "time = rounds x (latency_s + read_s), with rounds = n_files / cycle_length rounded up.")
+
+
+def read_time(answer: Any) -> Feedback:
+    """Exercise 04.3: ``read_time(n_files, cycle_length, latency_s, read_s)`` -> seconds to read every shard.
+
+    The check calls the function on made-up shard sets (a multiple of the cycle, a partial last round,
+    fewer files than the cycle, one file at a time), so a constant does not pass.
+
+    Example:
+        >>> read_time(lambda n, k, lat, r: -(-n // k) * (lat + r)).ok
+        True
+    """
+    if (fb := not_filled(answer)) is not None:
+        return fb
+    if not callable(answer):
+        return wrong("Answer with a function: def read_time(n_files, cycle_length, latency_s, read_s): ... "
+                     "return seconds.")
+    got = []
+    for case in SHARD_CASES:
+        try:
+            out = answer(*case)
+        except Exception as err:  # noqa: BLE001 - the learner's code may raise anything
+            return wrong(f"read_time{case} raised {type(err).__name__}: {err}")
+        if out is None:
+            return wrong("Your function returns None: end it with `return` and the time in seconds.")
+        if hasattr(out, "numpy") and not isinstance(out, numbers.Number):
+            out = out.numpy()
+        if isinstance(out, bool) or not isinstance(out, numbers.Real) or not math.isfinite(float(out)):
+            return wrong(f"read_time{case} returned {out!r}: return a number of seconds.")
+        got.append((case, float(out)))
+    if len({value for _, value in got}) == 1:
+        return wrong(f"Your function returns {got[0][1]!r} whatever the shards. Compute the time from n_files, "
+                     "cycle_length, latency_s and read_s.")
+    wrong_cases = [(case, value) for case, value in got
+                   if not math.isclose(value, _read_time(*case), rel_tol=1e-6, abs_tol=1e-12)]
+    if wrong_cases:
+        case, value = wrong_cases[0]
+        def rounded(c: tuple[int, int, float, float], v: float) -> bool:
+            return any(math.isclose(v, round(_read_time(*c), d), abs_tol=1e-12) for d in range(4))
+
+        if all(rounded(c, v) for c, v in wrong_cases):
+            return wrong(f"read_time{case} gave {value!r}, the right time rounded. Return it unrounded (round only "
+                         "when you print).")
+        return wrong(f"read_time{case} gave {value:.6g} s, not {_read_time(*case):.6g} s. "
+                     + _read_time_hint(wrong_cases))
+    return Feedback(True, f"Right on all {len(SHARD_CASES)} made-up shard sets: interleave reads its files in rounds "
+                          "of cycle_length, so a cycle as long as the number of files pays the wait once. That holds "
+                          "while there are threads for every file that waits (the private thread pool above).")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from pathlib import Path
 
 from claims import common
@@ -118,9 +119,73 @@ def shared(run) -> None:
     assert aug["while_loop_warnings"] == 0, f"augmentation layers fell back to a while_loop: {aug}"
     assert aug["batch_s"] > 0 and aug["per_image_s"] > 0
 
+    at_scale(run)
+
     assert r["exercises_solved"] is True
     assert run.stderr_text() == "", f"stderr on the learner's page:\n{run.stderr_text()[:2000]}"
     assert "Traceback" not in run.outputs_text()
+
+
+MIN_ROUNDS = 5  # the notebook's MIN_ROUNDS: "faster" only after winning every one of at least this many rounds
+
+
+def _said_faster(text: str, first: str, rounds: dict) -> bool:
+    """Whether the reading that starts with `first` called one side faster; asserts it applied the page's rule."""
+    line = next((ln for ln in text.splitlines() if ln.startswith(f"{first}: ")), "")
+    assert line, f"no reading of {first!r} on the page"
+    a, b = rounds.values()
+    by_rule = statistics.median(a) != statistics.median(b) and (max(a) < min(b) or max(b) < min(a)) \
+        and len(a) >= MIN_ROUNDS
+    said = "was faster in every round" in line
+    assert said == by_rule, line
+    return said
+
+
+def at_scale(run) -> None:
+    """tf.data at scale: shards read back whole, interleave and map order timed, a timeline, the host threads.
+
+    Why each holds on a CPU run and on a GPU run alike: all of it runs on the host. The shards are
+    written and read by tf.data on the CPU, so the count and the order-free checksum match on any
+    machine. The simulated storage wait is a sleep of 50 ms per file: a sequential reader pays one per
+    shard in turn, a parallel one (a thread per shard) pays them together, so it wins by more than
+    1.25x on any CPU that is not swamped (the CPU work of reading, the same for both, is a few ms per
+    shard here; a heavily loaded machine inflates it, which is why the bound is loose). A map applied
+    per element is never called faster than the same map on whole batches: it calls the same ops once
+    per image. The naive
+    timeline has no prefetch, so its input stages run inside the step's wait and never during
+    training; the tuned one prefetches, so the next batch is made while the model trains (on a GPU
+    too: the step ends when `.numpy()` has the loss). The trace's host threads always include
+    tf.data's pool and the inter-op pool `tf_Compute`.
+    """
+    r = run.results
+    common.require(r, ("shards", "interleave_rounds_s", "vectorised_rounds_s", "timeline", "host_threads"))
+    text = run.outputs_text()
+    shards = r["shards"]
+    assert shards["checksum_match"] is True and shards["records"] == shards["written"] > 0, shards
+    assert shards["files"] >= 2 and "the same records, each one once." in text
+
+    rounds = r["interleave_rounds_s"]
+    for where in ("local files", "50 ms per file"):
+        pair = {k: rounds[f"{k}, {where}"] for k in ("sequential", "parallel")}
+        _said_faster(text, f"sequential, {where}", pair)
+    slow, fast = (statistics.median(rounds[f"{k}, 50 ms per file"]) for k in ("sequential", "parallel"))
+    assert slow > 1.25 * fast, f"parallel interleave did not overlap the waits: {slow:.3f} s vs {fast:.3f} s"
+
+    orders = r["vectorised_rounds_s"]
+    _said_faster(text, "map, then batch", orders)
+    assert "map, then batch was faster in every round" not in text, "a per-element map called faster than a batched one"
+
+    timeline = r["timeline"]
+    naive, tuned = timeline["naive"], timeline["tuned"]
+    assert naive["steps"] == tuned["steps"] >= 2, timeline
+    assert naive["overlap_share"] == 0, f"the naive pipeline cannot prepare input while it trains: {naive}"
+    assert tuned["overlap_share"] > 0, f"prefetch should make the next batch during training: {tuned}"
+    assert 0 < naive["train_share"] < tuned["train_share"] <= 1, timeline
+    assert re.search(r"^naive: \d+ steps in [\d,]+ ms; the model trained \d+% of that time", text, re.M)
+
+    pools = r["host_threads"]
+    assert "tf_Compute" in pools and any(name.startswith("tf_data") for name in pools), pools
+    assert all(p["threads"] >= 1 and p["busy_ms"] >= 0 for p in pools.values()), pools
 
 
 def on_cpu(run) -> None:
@@ -130,6 +195,7 @@ def on_cpu(run) -> None:
     assert "Without a GPU both placements run on the same CPU cores" in text
     assert "on the CPU, which also runs the pipeline" in text
     assert "measured on this CPU" in text and "measured on this GPU" not in text
+    assert "No GPU here: no kernel launch waits for a core" in text
 
 
 def on_gpu(run) -> None:
@@ -139,3 +205,5 @@ def on_gpu(run) -> None:
     assert "Here the model runs on the GPU" in text
     assert "the GPU waited for input" in text
     assert "measured on this GPU" in text and "on the CPU, which also runs the pipeline" not in text
+    assert "On this GPU, kernel launches share tf_Compute unless TF_GPU_THREAD_MODE=gpu_private" in text
+    assert "No GPU here" not in text

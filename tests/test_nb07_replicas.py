@@ -111,3 +111,43 @@ def test_every_compile_in_notebooks_02_and_07_turns_xla_off_explicitly():
         for call in calls:
             jit = [k.value for k in call.keywords if k.arg == "jit_compile"]
             assert jit and isinstance(jit[0], ast.Constant) and jit[0].value is False, (name, ast.unparse(call))
+
+
+def _choices(kind: str, n: int, gpu_count: int) -> dict:
+    """07's cross_device_ops cell on a fake machine: which choices it runs, and what it records for the others."""
+    from types import SimpleNamespace
+
+    class OpError(Exception):
+        pass
+
+    class Ops:
+        def __init__(self, *args, **kwargs):
+            pass
+
+    ops = {name: type(name, (Ops,), {}) for name in ("HierarchicalCopyAllReduce", "ReductionToOneDevice",
+                                                      "NcclAllReduce")}
+    tf = SimpleNamespace(distribute=SimpleNamespace(
+        MirroredStrategy=lambda devices, cross_device_ops=None: SimpleNamespace(ops=cross_device_ops), **ops),
+        errors=SimpleNamespace(OpError=OpError))
+
+    def time_all_reduce(strategy, shapes, repeats):  # NCCL on CPUs fails as TensorFlow's op does: no CPU kernel
+        if kind == "CPU" and type(strategy.ops).__name__ == "NcclAllReduce":
+            raise OpError("No OpKernel was registered to support Op 'NcclAllReduce'")
+        return 0.001
+
+    namespace = {"tf": tf, "kind": kind, "n": n, "hw": SimpleNamespace(gpu_count=gpu_count),
+                 "devices": [f"/device:{kind}:{i}" for i in range(n)], "time_all_reduce": time_all_reduce,
+                 "grad_shapes": [[784, 256]], "repeats": 2}
+    exec(_cell("allreduce-5"), namespace)
+    return namespace["choice_s"]
+
+
+def test_notebook_07_runs_nccl_only_where_every_replica_has_its_own_gpu():
+    own = _choices("GPU", 2, gpu_count=2)
+    assert own["NcclAllReduce"] == 0.001 and own["default (CollectiveAllReduce)"] == 0.001
+    split = _choices("GPU", 2, gpu_count=1)
+    assert split["NcclAllReduce"].startswith("not run: logical GPUs of one card")
+    assert split["ReductionToOneDevice"] == 0.001 and split["HierarchicalCopyAllReduce"] == 0.001
+    cpu = _choices("CPU", 2, gpu_count=0)
+    assert cpu["NcclAllReduce"].startswith("failed: OpError: No OpKernel was registered")
+    assert cpu["default (CollectiveAllReduce)"] == 0.001

@@ -145,6 +145,8 @@ def shared(run) -> None:
     errors = r["manifest_errors"]
     assert len(errors) >= 6 and all(errors.values()), errors
     assert any("which is dangling" in e for e in errors["TFJob file: no claim"]), errors
+    # each broken copy differs from a complete file by one change: only the claimless one dangles
+    assert not any("dangling" in e for label, found in errors.items() if label != "TFJob file: no claim" for e in found)
     assert any("is below its request" in e for e in errors["Job: memory limit < request"]), errors
     assert any("no memory-backed /dev/shm" in e for e in errors["Job: /dev/shm on disk"]), errors
     assert any("completionsMode" in e for e in errors["Job: completionsMode"]), errors

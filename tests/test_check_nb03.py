@@ -16,17 +16,18 @@ from helpers.timing import payoff_steps as model_payoff
 
 
 def test_checks_are_exported():
-    assert set(check.__all__) == {"gflops", "time_it", "crossover", "payoff"}
+    assert set(check.__all__) == {"gflops", "time_it", "crossover", "payoff", "traces"}
 
 
-@pytest.mark.parametrize("fn", [check.gflops, check.time_it, check.crossover, check.payoff])
+@pytest.mark.parametrize("fn", [check.gflops, check.time_it, check.crossover, check.payoff, check.traces])
 def test_placeholder_is_not_filled(fn):
     assert "Not answered" in fn(...).message
     assert not fn(None).ok
 
 
 @pytest.mark.parametrize("fn, name", [(check.gflops, "gflops"), (check.time_it, "time_it"),
-                                      (check.crossover, "crossover"), (check.payoff, "payoff")])
+                                      (check.crossover, "crossover"), (check.payoff, "payoff"),
+                                      (check.traces, "count_traces")])
 def test_a_function_still_returning_none_is_not_answered_yet(fn, name):
     def placeholder(*args):
         ...  # the notebook's cell before the learner writes anything
@@ -612,4 +613,70 @@ def test_payoff_refuses_a_constant_and_a_number():
     assert "a number alone cannot pass" in check.payoff(4).message
     fb = check.payoff(lambda *times: 4)  # right on the notebook's printed example only
     assert not fb.ok and "expected 1,907" not in fb.message and "expected 1907" in fb.message, fb.message
+
+
+# ---------------------------------------------------------------- exercise 5: count_traces(calls)
+def _solution_5(calls):
+    return len(set(calls))
+
+
+def _by_a_cache(calls):  # walks the calls keeping the signatures seen, as tf.function's cache does
+    seen, count = [], 0
+    for shape, factor in calls:
+        key = (shape, "tensor" if factor == "tensor" else float(factor))
+        if key not in seen:
+            seen.append(key)
+            count += 1
+    return count
+
+
+def _by_dict(calls):  # a dict keyed by signature; a float count is accepted when whole
+    return float(len(dict.fromkeys((tuple(shape), factor) for shape, factor in calls)))
+
+
+@pytest.mark.parametrize("answer", [_solution_5, _by_a_cache, _by_dict, check.expected_traces])
+def test_traces_accepts_right_answers_written_differently(answer):
+    fb = check.traces(answer)
+    assert fb.ok, fb.message
+
+
+def _consecutive(calls):
+    return sum(1 for i, c in enumerate(calls) if i == 0 or c != calls[i - 1])
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (len, "a trace per call"),
+    (_consecutive, "keeps every graph it traced"),
+    (lambda calls: len({factor for _, factor in calls}), "the shape of the tensor x is part of the signature"),
+    (lambda calls: len({shape for shape, _ in calls}), "by its value"),
+    (lambda calls: len({c for c in calls if c[1] != "tensor"}) + sum(c[1] == "tensor" for c in calls),
+     "not its value"),
+    (lambda calls: len(set(calls)) - 1, "expected"),  # off by one: counts retraces, not traces
+    (lambda calls: str(len(set(calls))), "a whole number"),
+    (lambda calls: len(set(calls)) / 2, "a whole number"),
+])
+def test_traces_names_the_mistake_actually_made(answer, hint):
+    fb = check.traces(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+def test_traces_refuses_a_constant():
+    assert "a number alone cannot pass" in check.traces(2).message
+    assert not check.traces(lambda calls: 2).ok
+
+
+def test_trace_cases_match_what_tensorflow_really_traces():
+    tf = pytest.importorskip("tensorflow")
+    def counted(seen):
+        def scale(x, factor):
+            seen.append(1)  # runs only while tracing
+            return x * factor
+        return tf.function(scale)
+
+    for calls in check.TRACE_CASES:
+        seen = []
+        fn = counted(seen)
+        for i, (shape, factor) in enumerate(calls):
+            fn(tf.zeros(shape), tf.constant(1.0 + i) if factor == "tensor" else factor)  # a new tensor value each call
+        assert len(seen) == check.expected_traces(calls) == fn.experimental_get_tracing_count(), calls
 

@@ -17,7 +17,7 @@ from unittest import mock
 
 from helpers.check._feedback import Feedback, call, not_filled, number, returned_none, wrong
 
-__all__ = ["gflops", "time_it", "crossover", "payoff"]
+__all__ = ["gflops", "time_it", "crossover", "payoff", "traces"]
 
 
 
@@ -542,3 +542,85 @@ def payoff(answer: Any) -> Feedback:
     return Feedback(True, f"Right: n = 1 + ceil((first_xla - first_graph) / (steady_graph - steady_xla)), 1 when XLA "
                           f"starts ahead and None when it never catches up ({len(PAYOFF_CASES)} made-up timings, one "
                           "exactly on a whole step).")
+
+
+# --------------------------------------------------------------------------- exercise 5
+T = "tensor"  # a float32 scalar tensor passed as the factor: any value, one signature
+TRACE_CASES = [  # calls of one plain tf.function f(x, factor), each (shape of x, factor); the comment gives the answer
+    [((64, 784), 0.5), ((64, 784), 0.5), ((64, 784), 0.5)],  # 1: the same signature three times
+    [((64, 784), 0.5), ((64, 784), 1.5), ((64, 784), 0.5)],  # 2: 0.5 comes back and reuses its graph
+    [((64, 784), T), ((64, 784), T), ((32, 784), T)],  # 2: a tensor's value is not in the signature, its shape is
+    [((64, 784), 0.5), ((32, 784), 0.5), ((64, 784), 1.5), ((32, 784), 0.5)],  # 3
+    [((8,), 1.0), ((8,), T), ((8,), 2.0), ((8,), T), ((8,), 1.0)],  # 3: two floats and the tensor
+    [((4,), 0.5)],  # 1: one call, one trace
+]
+
+
+def expected_traces(calls: list[tuple[tuple[int, ...], Any]]) -> int:
+    """Traces of a plain ``tf.function`` called with `calls`: one per distinct (shape, Python value or "tensor").
+
+    Example:
+        >>> expected_traces([((2,), 0.5), ((2,), 1.5), ((2,), 0.5)])
+        2
+    """
+    return len({(tuple(shape), factor) for shape, factor in calls})
+
+
+def _trace_mistakes(calls: list[tuple[tuple[int, ...], Any]]) -> dict[str, int]:
+    changes = sum(1 for i, c in enumerate(calls) if i == 0 or c != calls[i - 1])
+    tensors_each = len({c for c in calls if c[1] != T}) + sum(1 for c in calls if c[1] == T)
+    return {"every call": len(calls), "consecutive": changes, "factors only": len({f for _, f in calls}),
+            "shapes only": len({tuple(s) for s, _ in calls}), "tensor values": tensors_each}
+
+
+TRACE_HINTS = {
+    "every call": "You counted a trace per call: a call whose signature was seen before reuses its graph.",
+    "consecutive": "You counted a trace whenever the signature changed from the call before: tf.function keeps every "
+                   "graph it traced, so a signature that comes back later reuses its graph.",
+    "factors only": "You looked at the factor only: the shape of the tensor x is part of the signature too, so a new "
+                    "shape traces again.",
+    "shapes only": "You looked at the shapes only: a Python float is part of the signature by its value, so each new "
+                   "float traces again.",
+    "tensor values": "You counted each tensor factor as new: a tensor enters the signature by its shape and dtype, "
+                     "not its value, so every scalar tensor shares one graph.",
+}
+
+
+def traces(answer: Any) -> Feedback:
+    """Exercise 03.5: ``count_traces(calls)``, how many times a plain tf.function traces for a list of calls.
+
+    Example:
+        >>> traces(expected_traces).ok
+        True
+    """
+    if (fb := not_filled(answer)) is not None:
+        return fb
+    if not callable(answer):
+        return wrong("Write a function `count_traces(calls)`; the check calls it on several call lists, so a number "
+                     "alone cannot pass.")
+    answers = []
+    for calls in TRACE_CASES:
+        got, fb = call(answer, [tuple(c) for c in calls], show_args=False)
+        if fb is not None:
+            return fb
+        answers.append(got)
+    if all(got is None for got in answers):
+        return returned_none("count_traces")
+    values = [number(a) if not isinstance(a, (bool, str)) else None for a in answers]
+    tables = [_trace_mistakes(calls) for calls in TRACE_CASES]
+    for calls, got, value, table in zip(TRACE_CASES, answers, values, tables, strict=True):
+        expected = expected_traces(calls)
+        if value is None or not float(value).is_integer():
+            return wrong(f"For {calls} you returned {got!r}: return the number of traces, a whole number (an int).")
+        if value == expected:
+            continue
+        consistent = [m for m in TRACE_HINTS if all(v == t[m] for v, t in zip(values, tables, strict=True))]
+        here = [m for m in TRACE_HINTS if value == table[m]]
+        if consistent or here:
+            hint = TRACE_HINTS[(consistent or here)[0]]
+            return wrong(f"For {calls} you returned {got!r}, expected {expected}. {hint}")
+        return wrong(f"For {calls} you returned {got!r}, expected {expected}: one trace per distinct signature, the "
+                     "shape of x with the factor's value if it is a Python float, or 'tensor' if it is one.")
+    return Feedback(True, f"Right: a plain tf.function traces once per distinct signature (the shape of each tensor, "
+                          f"the value of each Python number) and keeps every graph ({len(TRACE_CASES)} call lists).")
+

@@ -12,6 +12,12 @@ thresholds the notebook shows on its page (:func:`wait_level`), and the sentence
 measurements, worded for a CPU or a GPU run (:func:`bound_reading`, :func:`variants_reading`,
 :func:`profiler_reading`, :func:`placement_reading`, :func:`augmentation_reading`). The readings format;
 the rule they apply is stated in each sentence, and the thresholds come from the notebook.
+
+For the section "tf.data at scale": the order-free checksum of the shards read back
+(:func:`record_checksum`), the reading of a two-way comparison in alternating rounds
+(:func:`rounds_reading`: interleave sequential vs parallel, map then batch vs batch then map), the
+pipeline timeline (:class:`Timeline`, :func:`timeline_shares`, :func:`timeline_figure`) and the host
+thread pools of a profiler trace (:func:`trace_threads`, :func:`thread_names`).
 """
 
 from __future__ import annotations
@@ -732,9 +738,9 @@ def rounds_reading(rounds: Mapping[str, Sequence[float]], items: int, unit: str 
     """Read a two-way comparison timed in alternating rounds (:func:`interleaved`): rates, and which was faster.
 
     `rounds` maps each of two names to its time per round, in seconds, for `items` items. One is
-    called faster only when it took less time in every round and there were at least `min_rounds`
-    rounds (with no real difference, one side wins all of n rounds by chance 2 x 0.5^n of the time);
-    the sentence states that rule.
+    called faster only when it took less time than the other in every round, round by round, and
+    there were at least `min_rounds` rounds (with no real difference, one side wins all of n rounds
+    by chance 2 x 0.5^n of the time); the sentence states that rule.
 
     Example:
         >>> rounds_reading({"a": [0.2, 0.21, 0.2], "b": [0.1, 0.1, 0.11]}, 1000, min_rounds=3)[:39]
@@ -764,17 +770,20 @@ def rounds_reading(rounds: Mapping[str, Sequence[float]], items: int, unit: str 
     n = len(ta)
     text = f"{a}: {span(ta)}; {b}: {span(tb)}, over {n} alternating round{'s' if n != 1 else ''}. "
     ma, mb = statistics.median(ta), statistics.median(tb)
-    faster, slower = (a, b) if ma < mb else (b, a)
-    ratio = _times(max(ma, mb) / min(ma, mb))
-    rule = (f"the rule: one is faster only when it took less time in every one of at least {min_rounds} rounds; "
-            f"with no real difference, one side wins all of {n} by chance {2 * 0.5 ** n:.0%} of the time")
-    if ma != mb and separable(ta, tb) and n >= min_rounds:
-        return text + f"{faster} was faster in every round, {ratio} by the medians ({rule})."
     wins_a = sum(x < y for x, y in zip(ta, tb, strict=True))
     wins_b = sum(y < x for x, y in zip(ta, tb, strict=True))
-    why = (f"won all {n} rounds, fewer than {min_rounds}" if separable(ta, tb) and ma != mb
-           else f"the rounds overlap: {a} took less time in {wins_a} of {n}, {b} in {wins_b} of {n}")
-    medians = "the medians are equal" if ma == mb else f"by the medians {faster} was ahead by {ratio}"
+    rule = (f"the rule: one is faster only when it took less time in every one of at least {min_rounds} rounds; "
+            f"with no real difference, one side wins all of {n} by chance {2 * 0.5 ** n:.0%} of the time")
+    if n >= min_rounds and n in (wins_a, wins_b):
+        faster, slow, fast = (a, mb, ma) if wins_a == n else (b, ma, mb)
+        return text + f"{faster} was faster in every round, {_times(slow / fast)} by the medians ({rule})."
+    if n in (wins_a, wins_b):
+        why = f"{a if wins_a == n else b} won all {n} rounds, fewer than {min_rounds}"
+    else:
+        why = f"{a} took less time in {wins_a} of {n} rounds, {b} in {wins_b} of {n}"
+    ahead = a if ma < mb else b
+    medians = ("the medians are equal" if ma == mb else
+               f"by the medians {ahead} was ahead by {_times(max(ma, mb) / min(ma, mb))}")
     return text + f"Not separable on this run ({why}; {rule}); {medians}."
 
 

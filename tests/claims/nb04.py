@@ -134,8 +134,8 @@ def _said_faster(text: str, first: str, rounds: dict) -> bool:
     line = next((ln for ln in text.splitlines() if ln.startswith(f"{first}: ")), "")
     assert line, f"no reading of {first!r} on the page"
     a, b = rounds.values()
-    by_rule = statistics.median(a) != statistics.median(b) and (max(a) < min(b) or max(b) < min(a)) \
-        and len(a) >= MIN_ROUNDS
+    won = (all(x < y for x, y in zip(a, b, strict=True)), all(y < x for x, y in zip(a, b, strict=True)))
+    by_rule = len(a) >= MIN_ROUNDS and any(won)  # round by round, as the sentence states
     said = "was faster in every round" in line
     assert said == by_rule, line
     return said

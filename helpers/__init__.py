@@ -26,7 +26,7 @@ Hardware facts, by concern
     ``readiness`` the readiness table of notebook 00 and ``make doctor``
 Topic modules, one per notebook that needs one
     ``nn`` (01), ``placement`` (02), ``timing`` (03), ``pipelines`` (04), ``batching`` (05), ``precision`` (06),
-    ``distribute`` (07), ``cluster``, ``manifests`` and ``netns`` (08), ``gpus`` (09)
+    ``distribute`` (07), ``cluster``, ``manifests``, ``netns`` and ``slurm`` (08), ``gpus`` (09)
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ from helpers import (  # noqa: E402  (the variables above must be set first)
     readiness,
     results,
     session,
+    slurm,
     tables,
     tflog,
     timing,
@@ -99,6 +100,7 @@ __all__ = [
     "readiness",
     "results",
     "session",
+    "slurm",
     "tables",
     "tflog",
     "timing",

@@ -87,9 +87,9 @@ def _pod_spec(container: dict[str, Any], claim: str, gpus: int, shm: str) -> dic
 
 def _check_manifest_args(name: str, n_workers: int, port: int, gpus: int, cpus: Any = 1, memory: Any = "1Gi",
                          shm: Any = "1Gi", deadline_s: Any = DEADLINE_S) -> None:
-    if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?", name):
-        raise ValueError(f"name={name!r}: use lower-case letters, digits and '-', at most 42 characters "
-                         "(a DNS label, with room for the pod index).")
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z]([-a-z0-9]{0,40}[a-z0-9])?", name):
+        raise ValueError(f"name={name!r}: use lower-case letters, digits and '-', starting with a letter, at most "
+                         "42 characters (a Service name is a DNS-1035 label, with room for the pod index).")
     if not isinstance(n_workers, int) or isinstance(n_workers, bool) or not 1 <= n_workers <= 1000:
         raise ValueError(f"n_workers={n_workers!r}: use an integer from 1 to 1000.")
     if not isinstance(port, int) or not 1 <= port <= 65535:
@@ -520,6 +520,10 @@ def _pod_errors(where: str, pod: Mapping[str, Any], claims: set[str], gpus: int 
             errors.append(f"{where} volume {volume.get('name')!r} mounts claim {claim!r}, which is dangling: no "
                           "PersistentVolumeClaim in this file declares it, so applied alone its pods stay Pending.")
     for container in pod.get("containers", []):
+        for mount in container.get("volumeMounts", []):
+            if mount.get("name") not in volumes:
+                errors.append(f"{where} volumeMount {mount.get('name')!r} names no volume of its pod: the API "
+                              "server refuses the pod (volumeMounts.name: Not found).")
         resources = container.get("resources", {})
         requests, limits = resources.get("requests", {}), resources.get("limits", {})
         for resource in sorted(set(requests) & set(limits)):

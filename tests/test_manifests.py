@@ -285,3 +285,22 @@ def test_keras_pin_install_is_not_mistaken_for_tensorflow():
     assert manifests.dockerfile_problems(text, "2.21.0") == []
 
 
+
+
+def test_a_name_must_start_with_a_letter_as_a_service_name_does():
+    """Kubernetes refuses a Service named '2workers' (a DNS-1035 label starts with a letter); the old pattern let
+    it pass every check."""
+    for bad in ("2workers", "-train", "train-"):
+        with pytest.raises(ValueError, match="starting with a letter"):
+            manifests.indexed_job(bad, IMAGE, 2)
+    assert manifests.indexed_job("w2", IMAGE, 2)[1]["metadata"]["name"] == "w2"
+
+
+@pytest.mark.parametrize("which", ["job", "tfjob"])
+def test_a_mount_that_names_no_volume_of_its_pod_is_caught(job_docs, tf_docs, which):
+    """The API server refuses such a pod (volumeMounts.name: Not found); the old checks passed it."""
+    docs = job_docs if which == "job" else tf_docs
+    assert manifests.consistency_errors(docs) == []
+    _pod(docs)["containers"][0]["volumeMounts"][0]["name"] = "checkpoint"  # a typo of the volume's name
+    errors = manifests.consistency_errors(docs)
+    assert any("volumeMount 'checkpoint' names no volume of its pod" in e for e in errors), errors

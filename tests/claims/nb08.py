@@ -10,7 +10,7 @@ from claims import common
 KEYS = ("gpu_count", "workers", "epochs", "collective", "worker_devices", "killed_at_epoch", "resumed_from_epoch",
         "optimizer_step", "final_epoch", "losses", "weights_checksums", "run_1", "hang", "run_2", "in_kernel_strategy",
         "backup_and_restore", "manifest_valid", "manifest_report", "manifest_errors", "lenient_errors",
-        "dockerfile_problems", "dockerfile_careless_problems", "worker_processes", "workers_alive",
+        "dockerfile_problems", "dockerfile_careless_problems", "slurm", "worker_processes", "workers_alive",
         "leftover_children", "ports", "ports_busy", "network", "exercises_solved")
 
 PEER_LOST = 75  # the worker script's exit code when it loses the cluster (helpers.manifests.PEER_LOST_EXIT)
@@ -89,6 +89,20 @@ def _hang_ends_by_the_timeout(run) -> None:
     assert "activeDeadlineSeconds ends it" in text
 
 
+def _slurm_script_and_tf_config(r) -> None:
+    """The SLURM section prints a script and a TF_CONFIG made from N_WORKERS alone (no SLURM, no device read),
+    so the same holds on a CPU run and on a GPU-shaped one: one task per worker, one GPU each, a dead task ends
+    the step, a failed step requeues the job, CUDA_VISIBLE_DEVICES left as SLURM binds it, and task 1's
+    TF_CONFIG (SlurmClusterResolver) lists every worker with task 1 as itself."""
+    script, config, n = r["slurm"]["sbatch"], r["slurm"]["tf_config_task_1"], r["workers"]
+    for line in (f"#SBATCH --ntasks={n}", "#SBATCH --gpus-per-task=1", "#SBATCH --requeue"):
+        assert line in script.splitlines(), (line, script)
+    assert "srun --kill-on-bad-exit=1 " in script and "scontrol requeue $SLURM_JOB_ID" in script, script
+    assert "CUDA_VISIBLE_DEVICES=" not in script, script
+    assert config["task"] == {"type": "worker", "index": 1}, config
+    assert config["cluster"]["worker"] == [f"gpu{i:02d}:2222" for i in range(1, n + 1)], config
+
+
 def shared(run) -> None:
     r = run.results
     common.require(r, KEYS)
@@ -110,6 +124,7 @@ def shared(run) -> None:
     assert run_1["exit_codes"][-1] == -9 and run_1["ended"][-1] == "killed (SIGKILL)", run_1
     _survivors_exit_by_themselves(run_1, lost=workers - 1)
     _hang_ends_by_the_timeout(run)
+    _slurm_script_and_tf_config(r)
     assert run_2["exit_codes"] == [0] * workers, run_2
     assert f"ckpt-{resumed}" in run_1["checkpoints"], run_1["checkpoints"]
     steps = r["optimizer_step"] // resumed

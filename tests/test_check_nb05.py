@@ -15,11 +15,12 @@ def placeholder(*args):  # what the exercise cell defines before the learner wri
 
 
 def test_checks_are_listed():
-    assert set(check.__all__) == {"updates_in_budget", "scaled_warmup_lr", "max_batch_that_fits", "accumulation_steps"}
+    assert set(check.__all__) == {"updates_in_budget", "scaled_warmup_lr", "max_batch_that_fits", "accumulation_steps",
+                                  "accumulated_lr"}
 
 
 @pytest.mark.parametrize("fn", [check.updates_in_budget, check.scaled_warmup_lr, check.max_batch_that_fits,
-                                check.accumulation_steps])
+                                check.accumulation_steps, check.accumulated_lr])
 def test_every_check_explains_placeholders_non_functions_and_errors(fn):
     assert "Not answered" in fn(...).message
     assert "returns None" in fn(placeholder).message
@@ -250,3 +251,33 @@ def test_accumulation_steps_names_the_mistake(answer, hint):
 def test_accumulation_steps_refuses_this_runs_constant():
     fb = check.accumulation_steps(lambda t, f: 4)  # 2048 as 4 steps of 512, this run's answer on a CPU
     assert not fb.ok and "accumulation_steps(768, 256) gave 4; it is 3" in fb.message, fb.message
+
+
+# ---------------------------------------------------------------- exercise 5
+def test_accumulated_lr_accepts_the_model_answer_and_answers_written_otherwise():
+    fb = check.accumulated_lr(lambda lr, b0, m, k: lr * (m * k) / b0)
+    assert fb.ok and "the rule gives 0.64" in fb.message and "k * W steps" in fb.message, fb.message
+    assert check.accumulated_lr(lambda lr, b0, m, k: lr / b0 * m * k).ok
+    assert check.accumulated_lr(lambda lr, b0, m, k: float(np.float32(lr) * (m * k / b0))).ok  # within rel 1e-6
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (lambda lr, b0, m, k: lr * m / b0, "You scaled for the micro-batch"),
+    (lambda lr, b0, m, k: lr * k, "You multiplied by k only"),
+    (lambda lr, b0, m, k: lr, "Your rate does not change"),
+    (lambda lr, b0, m, k: lr * b0 / (m * k), "You scaled the wrong way"),
+    (lambda lr, b0, m, k: lr * m * k * k / b0, "One k too many"),  # as if Keras summed the k gradients
+    (lambda lr, b0, m, k: lr * (m * k // b0), "rounds the ratio down"),  # integer division
+    (lambda lr, b0, m, k: lr * math.sqrt(m * k / b0), "square-root rule"),
+    (lambda lr, b0, m, k: lr * m * k, "Divide by base_batch too"),
+])
+def test_accumulated_lr_names_the_mistake(answer, hint):
+    fb = check.accumulated_lr(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+def test_accumulated_lr_refuses_this_runs_constant_and_a_rounded_rate():
+    fb = check.accumulated_lr(lambda lr, b0, m, k: 0.64)  # this CPU run's answer
+    assert not fb.ok and "accumulated_lr(0.1, 256, 64, 8) gave 0.64; it is 0.2" in fb.message, fb.message
+    fb = check.accumulated_lr(lambda lr, b0, m, k: round(lr * m * k / b0, 2))  # rounded for display
+    assert not fb.ok and "You rounded the rate to 2 decimals" in fb.message, fb.message

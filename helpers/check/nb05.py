@@ -15,7 +15,7 @@ from typing import Any
 
 from helpers.check._feedback import Feedback, call, not_filled, number, returned_none, wrong
 
-__all__ = ["updates_in_budget", "scaled_warmup_lr", "max_batch_that_fits", "accumulation_steps"]
+__all__ = ["updates_in_budget", "scaled_warmup_lr", "max_batch_that_fits", "accumulation_steps", "accumulated_lr"]
 
 
 
@@ -408,3 +408,70 @@ def accumulation_steps(answer: Any) -> Feedback:
     return wrong(f"For {name}, accumulation_steps({t}, {f}) gave {got[i]:g}; it is {right} ({right} micro-batches "
                  f"of {t // right}): the fewest steps k that divide target_batch with target_batch // k <= "
                  "largest_fit.")
+
+
+# (base_lr, base_batch, micro, k): the CPU run's effective batch, a micro-batch that is not the base batch,
+# a ratio that is not a whole number, and a micro-batch smaller than the base batch
+ACCUMULATED_LR_CASES = [(0.01, 32, 512, 4), (0.1, 256, 64, 8), (0.05, 128, 96, 2), (0.02, 64, 16, 2),
+                        (0.001, 1000, 250, 6)]
+
+
+def _accumulated_lr(base_lr: float, base_batch: int, micro: int, k: int) -> float:
+    return base_lr * micro * k / base_batch
+
+
+def accumulated_lr(answer: Any) -> Feedback:
+    """Exercise 05.5: ``accumulated_lr(base_lr, base_batch, micro, k)``.
+
+    The linear scaling rule for a run with micro-batches of ``micro`` and ``gradient_accumulation_steps=k``:
+    each update averages k micro-batches, so the batch that sets the rate is the effective one, ``micro * k``.
+
+    Example:
+        >>> accumulated_lr(lambda lr, b0, m, k: lr * (m * k) / b0).ok
+        True
+        >>> accumulated_lr(lambda lr, b0, m, k: lr * m / b0).ok  # scaled for the micro-batch only
+        False
+    """
+    got = _answers(answer, "accumulated_lr", ACCUMULATED_LR_CASES)
+    if isinstance(got, Feedback):
+        return got
+    if _same(got, _accumulated_lr, ACCUMULATED_LR_CASES):
+        rate = _accumulated_lr(0.01, 32, 512, 4)
+        return Feedback(True, f"Right on all {len(ACCUMULATED_LR_CASES)} cases: 4 steps of 512 from base batch 32 at "
+                              f"0.01 make updates of batch 2048, so the rule gives {rate:g}. Warm it up as before, "
+                              "but remember that Keras calls a schedule with micro-steps: "
+                              "a warm-up over W updates is a schedule over k * W steps.")
+    mistakes = [
+        (lambda lr, b0, m, k: lr * m / b0, "You scaled for the micro-batch. Each update averages k micro-batches' "
+                                           "gradients, so the update is that of a batch of micro * k samples: scale "
+                                           "by micro * k / base_batch."),
+        (lambda lr, b0, m, k: lr * k, "You multiplied by k only, as if the micro-batch were the base batch: scale by "
+                                      "the effective batch over the base batch, micro * k / base_batch."),
+        (lambda lr, b0, m, k: lr, "Your rate does not change, but the effective batch does: the linear rule scales "
+                                  "the rate by micro * k / base_batch."),
+        (lambda lr, b0, m, k: lr * b0 / (m * k), "You scaled the wrong way: a larger effective batch gets a larger "
+                                                 "rate, base_lr * micro * k / base_batch."),
+        (lambda lr, b0, m, k: lr * m * k * k / b0, "One k too many: Keras averages the k gradients (it divides their "
+                                                   "sum by k), so the update is a mean over micro * k samples, as "
+                                                   "for one batch of that size."),
+        (lambda lr, b0, m, k: lr * (m * k // b0), "micro * k // base_batch rounds the ratio down (192 // 128 is 1, "
+                                                  "not 1.5): use true division."),
+        (lambda lr, b0, m, k: lr * math.sqrt(m * k / b0), "That is the square-root rule; the notebook's linear rule "
+                                                          "multiplies by micro * k / base_batch itself."),
+        (lambda lr, b0, m, k: lr * m * k, "Divide by base_batch too: the rule scales by how many times the batch "
+                                          "grew, micro * k / base_batch."),
+    ]
+    for formula, message in mistakes:
+        if _same(got, formula, ACCUMULATED_LR_CASES):
+            return wrong(message)
+    for decimals in range(1, 7):  # right, but rounded for display
+        if all(math.isclose(g, round(_accumulated_lr(*c), decimals), rel_tol=1e-9, abs_tol=1e-12)
+               for g, c in zip(got, ACCUMULATED_LR_CASES, strict=True)):
+            return wrong(f"You rounded the rate to {decimals} decimal{'s' if decimals > 1 else ''}: "
+                         f"accumulated_lr{ACCUMULATED_LR_CASES[2]} is {_accumulated_lr(*ACCUMULATED_LR_CASES[2]):g}. "
+                         "Return it unrounded; round only where you print it.")
+    i = _first_difference(got, _accumulated_lr, ACCUMULATED_LR_CASES)
+    lr, b0, m, k = ACCUMULATED_LR_CASES[i]
+    return wrong(f"accumulated_lr{ACCUMULATED_LR_CASES[i]} gave {got[i]:.6g}; it is "
+                 f"{_accumulated_lr(lr, b0, m, k):.6g}: the effective batch is {m} x {k} = {m * k}, and the rate "
+                 f"is {lr} x {m * k} / {b0}.")

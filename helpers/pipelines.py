@@ -972,7 +972,7 @@ def trace_threads(folder: str | Path) -> dict[str, dict[str, float]]:
     (tf.data's functions), ``tf_data_iterator_*`` (tf.data's own background threads), ``python``, Eigen's
     intra-op pool, and on a GPU ``gpu_private`` when ``TF_GPU_THREAD_MODE=gpu_private``. ``busy_ms`` is
     the time covered by each thread's recorded events (nested events counted once), which includes
-    waiting inside an event.
+    waiting inside an event. {} when there is no trace, or no way to read one in this TensorFlow.
 
     Example:
         >>> trace_threads("/nonexistent")
@@ -981,7 +981,10 @@ def trace_threads(folder: str | Path) -> dict[str, dict[str, float]]:
     paths = sorted(Path(folder).glob("plugins/profile/*/*.xplane.pb"))
     if not paths:
         return {}
-    xplane_pb2 = importlib.import_module("tensorflow.tsl.profiler.protobuf.xplane_pb2")
+    try:
+        xplane_pb2 = importlib.import_module("tensorflow.tsl.profiler.protobuf.xplane_pb2")
+    except ImportError:  # a TensorFlow build without the profiler's protobufs: nothing to read the trace with
+        return {}
     groups: dict[str, dict[str, float]] = {}
     for path in paths:
         space = xplane_pb2.XSpace()

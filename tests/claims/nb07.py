@@ -75,7 +75,8 @@ def shared(run) -> None:
     ring = re.search(r"In a ring each device sends 2 x \((\d+) - 1\) / (\d+) x ([\d.]+) MB = ([\d.]+) MB", text)
     assert ring, "the page prints what a ring all-reduce sends for this run's N"
     assert int(ring[1]) == int(ring[2]) == n, ring[0]
-    assert abs(float(ring[4]) - 2 * (n - 1) / n * float(ring[3])) <= 0.01, ring[0]
+    # both figures are printed to 0.01 MB: the size's rounding, times a factor below 2, plus the result's
+    assert abs(float(ring[4]) - 2 * (n - 1) / n * float(ring[3])) <= 0.015 + 1e-9, ring[0]
 
     # On a split device the expectation is this run's own: one device on the global batch against the
     # per-replica batch (FILLED_IDLE on the page decides whether that gain or 1x is the best to expect).
@@ -203,7 +204,14 @@ def on_cpu(run) -> None:
     # NCCL has GPU kernels only (tensorflow/python/distribute/cross_device_ops.py); on logical CPUs it fails.
     assert r["cross_device_ops"]["NcclAllReduce"].startswith("failed: InvalidArgumentError: No OpKernel was "
                                                              "registered to support Op 'NcclAllReduce'")
-    assert _finite(r["cross_device_ops"]["HierarchicalCopyAllReduce"])
+    # Hierarchical copy sums two groups of N // 2 devices (cross_device_utils.py): with an odd N one replica is
+    # left out, and time_all_reduce's check of the sum refuses it.
+    hierarchical = r["cross_device_ops"]["HierarchicalCopyAllReduce"]
+    if n % 2:
+        assert hierarchical == f"failed: ValueError: wrong sum: {n - 1} from {n} replicas that each handed in 1", \
+            hierarchical
+    else:
+        assert _finite(hierarchical), hierarchical
     assert r["all_reduce_sizes"]["shared"] is True
 
 

@@ -288,6 +288,7 @@ BUSY_SPREAD = 0.5  # IQR / median above this: the machine was busy during the re
 FALL = 0.8  # a larger size below this share of a smaller size's rate: the curve falls
 TOO_SHORT = 1.5  # a naive reading this many times shorter than the real time (or more) "timed the dispatch"
 ADD_ARRAYS = 3  # a + b reads a and b and writes the sum: three arrays, its working set
+MIN_STEADY_ROWS = 2  # fewer steady sizes than this: a sweep has no peak to read, only the one rate left
 ABOVE = 1.1  # a rate at least this many times the largest arrays' rate "ran above" it
 
 
@@ -502,12 +503,16 @@ def sweep_reading(label: str, gflops: Mapping[int, float], peak: float | None,
     """The reading of one line of the matmul sweep: the best steady size, the cost of calls at the smallest, a fall.
 
     Only sizes whose spread (IQR / median) is at most `limit` are read; the others are named as left out.
+    With fewer than ``MIN_STEADY_ROWS`` steady sizes there is no curve to find a peak on: the sentence
+    gives the one steady rate and says so.
 
     Example:
         >>> sweep_reading("TensorFlow on the CPU", {128: 20.0, 512: 100.0, 2048: 50.0}, 200.0).split(". ")[0]
         'TensorFlow on the CPU peaks at n = 512 with 100 GFLOP/s, 50% of the peak'
-        >>> sweep_reading("CPU", {512: 80.0, 2048: 49.0}, 80.0, {512: 0.04, 2048: 14.36})
-        'CPU peaks at n = 512 with 80 GFLOP/s, 100% of the peak (n = 2048 left out: its spread, 1436%, is above 50%).'
+        >>> sweep_reading("CPU", {128: 30.0, 512: 80.0, 2048: 49.0}, 80.0, {128: 0.1, 512: 0.04, 2048: 14.36})[:80]
+        'CPU peaks at n = 512 with 80 GFLOP/s, 100% of the peak (n = 2048 left out: its s'
+        >>> sweep_reading("CPU", {512: 80.0, 2048: 49.0}, 80.0, {512: 0.04, 2048: 14.36})[:78]
+        'CPU: only n = 512 was steady (80 GFLOP/s, 100% of the peak), too few steady ro'
     """
     if not gflops:
         raise ValueError("gflops is empty: pass {size: GFLOP/s}.")
@@ -518,6 +523,12 @@ def sweep_reading(label: str, gflops: Mapping[int, float], peak: float | None,
         return (f"{label}: no size was steady enough to read (every spread is above {limit:.0%}: "
                 f"{', '.join(f'n = {n}, {_by_size(spreads or {}, n):.0%}' for n in left_out)}); rerun the cell.")
     sizes = sorted(steady, key=int)
+    if len(sizes) < MIN_STEADY_ROWS:
+        n, rate = sizes[0], steady[sizes[0]]
+        return (f"{label}: only n = {n} was steady ({rate:,.0f} GFLOP/s" + (f", {rate / peak:.0%} of the peak" if peak
+                                                                          else "")
+                + f"), too few steady rows to read a peak (it takes {MIN_STEADY_ROWS}; "
+                + f"n = {_and([str(m) for m in left_out])} left out, spread above {limit:.0%}); rerun the cell.")
     best_n = max(sizes, key=lambda n: steady[n])
     best, smallest, largest = steady[best_n], steady[sizes[0]], steady[sizes[-1]]
     why_out = ""
@@ -724,6 +735,10 @@ def closing_note(r: Mapping[str, Any]) -> list[str]:
         n, g = max(((int(k), v) for k, v in steady.items()), key=lambda kv: kv[1])
         peak = r.get("peak_gflops", {}).get(device)
         share = f", {g / peak:.0%} of its peak {peak:,.0f}" if peak else ""
+        if len(steady) < MIN_STEADY_ROWS:
+            lines.append(f"Matmul on {device} (TensorFlow): only n = {n} was steady, {g:,.0f} GFLOP/s{share}: too few "
+                         f"steady rows (under {MIN_STEADY_ROWS}) to read a best size.")
+            continue
         note = f", among the sizes with a spread within {limit:.0%}" if len(steady) < len(by_size) else ""
         lines.append(f"Matmul on {device} (TensorFlow): at best {g:,.0f} GFLOP/s (n = {n}){share}{note}.")
     for device, conv in r.get("conv_gflops", {}).items():
@@ -798,8 +813,8 @@ def payoff_steps(first_graph: float, steady_graph: float, first_xla: float, stea
     n is the smallest whole number with ``(n - 1) * (steady_graph - steady_xla) >= first_xla - first_graph``.
 
     Example:
-        >>> payoff_steps(first_graph=0.25, steady_graph=0.5, first_xla=1.0, steady_xla=0.25)
-        4
+        >>> payoff_steps(first_graph=0.25, steady_graph=0.125, first_xla=1.0, steady_xla=0.0625)
+        13
         >>> payoff_steps(0.05, 0.001, 0.3, 0.0012) is None
         True
     """

@@ -582,9 +582,57 @@ def test_payoff_accepts_right_answers_written_differently(answer):
 
 def test_payoff_cases_cover_every_branch_and_one_exact_whole_quotient():
     answers = [model_payoff(*case) for case in check.PAYOFF_CASES]
-    assert 1 in answers and answers.count(None) == 2 and sum(isinstance(a, int) and a > 1 for a in answers) == 3
+    assert answers.count(1) == 4 and answers.count(None) == 2
+    assert sum(isinstance(a, int) and a > 1 for a in answers) == 3
+    assert any(fx < fg and sx >= sg for fg, sg, fx, sx in check.PAYOFF_CASES), "no case where both branches hold"
+    assert any(fx == fg and sx < sg for fg, sg, fx, sx in check.PAYOFF_CASES), "no tie on the first call"
+    assert any(fx == fg and sx == sg for fg, sg, fx, sx in check.PAYOFF_CASES), "no tie on both"
     assert any((fx - fg) / (sg - sx) == int((fx - fg) / (sg - sx)) for fg, sg, fx, sx in check.PAYOFF_CASES
                if sx < sg and fx > fg), "no case sits exactly on a whole number of steps"
+
+
+def _steady_first(fg, sg, fx, sx):  # tests the warm step before the first call: None where the reference says 1
+    if sx >= sg:
+        return None
+    if fx <= fg:
+        return 1
+    return 1 + math.ceil((fx - fg) / (sg - sx))
+
+
+def _strictly_ahead_loop(fg, sg, fx, sx):  # waits until XLA is strictly ahead: < where the rule is <=
+    if sx >= sg and fx >= fg:
+        return None
+    n = 1
+    while fx + (n - 1) * sx >= fg + (n - 1) * sg:
+        n += 1
+    return n
+
+
+def _strict_first_branch(fg, sg, fx, sx):  # `first_xla < first_graph`: a tie on both returns None
+    if fx < fg:
+        return 1
+    if sx >= sg:
+        return None
+    return 1 + math.ceil((fx - fg) / (sg - sx))
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (_steady_first, "Test the first call before the warm step"),
+    (_strictly_ahead_loop, "strictly ahead (<)"),
+    (_strict_first_branch, "compare with <= (first_xla <= first_graph), not <"),
+])
+def test_payoff_names_the_order_and_the_tie(answer, hint):
+    fb = check.payoff(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+    assert "int(x) + 1" not in fb.message, fb.message  # not blamed on rounding
+
+
+def test_payoff_accepts_a_whole_float_as_the_page_says():
+    fb = check.payoff(lambda *t: None if model_payoff(*t) is None else float(model_payoff(*t)))
+    assert fb.ok, fb.message
+    np = pytest.importorskip("numpy")
+    fb = check.payoff(lambda *t: None if model_payoff(*t) is None else np.float64(model_payoff(*t)))
+    assert fb.ok, fb.message
 
 
 @pytest.mark.parametrize("answer, hint", [
@@ -651,13 +699,30 @@ def _consecutive(calls):
     (lambda calls: len({shape for shape, _ in calls}), "by its value"),
     (lambda calls: len({c for c in calls if c[1] != "tensor"}) + sum(c[1] == "tensor" for c in calls),
      "not its value"),
-    (lambda calls: len(set(calls)) - 1, "expected"),  # off by one: counts retraces, not traces
+    (lambda calls: len(set(calls)) - 1, "one trace too few"),  # off by one: counts retraces, not traces
+    (lambda calls: len(set(calls)) - 1 or 1, "one trace too few"),  # the same, kept at 1 for a single signature
+    (lambda calls: len({s for s, _ in calls}) + len({f for _, f in calls}) - 1, "counted apart"),
+    (lambda calls: len({s for s, _ in calls}) + len({f for _, f in calls}), "counted apart"),
+    (lambda calls: len({s for s, _ in calls}) * len({f for _, f in calls}), "You multiplied"),
+    (lambda calls: max(len({s for s, _ in calls}), len({f for _, f in calls})), "the larger of"),
+    (lambda calls: len({(len(s), f) for s, f in calls}), "number of dimensions"),
     (lambda calls: str(len(set(calls))), "a whole number"),
     (lambda calls: len(set(calls)) / 2, "a whole number"),
 ])
 def test_traces_names_the_mistake_actually_made(answer, hint):
     fb = check.traces(answer)
     assert not fb.ok and hint in fb.message, fb.message
+
+
+@pytest.mark.parametrize("answer, blamed", [
+    (lambda calls: len(set(calls)) - 1 or 1, ("shapes only", "a trace per call")),
+    (lambda calls: len({s for s, _ in calls}) * len({f for _, f in calls}), ("a trace per call",)),
+    (lambda calls: len({(len(s), f) for s, f in calls}), ("factor only",)),
+    (lambda calls: max(len({s for s, _ in calls}), len({f for _, f in calls})), ("factor only",)),
+])
+def test_traces_does_not_blame_a_mistake_not_made(answer, blamed):
+    message = check.traces(answer).message
+    assert not any(phrase in message for phrase in blamed), message
 
 
 def test_traces_refuses_a_constant():

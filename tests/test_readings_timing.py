@@ -58,6 +58,20 @@ def test_sweep_reading_does_not_headline_a_row_the_noise_line_flagged():
                        "with a spread within 50%."]
 
 
+def test_sweep_reading_does_not_call_a_single_leftover_row_a_peak():
+    # 03's learner run: "NumPy on the CPU peaks at n = 512 with 3 GFLOP/s" after four noisy rows were dropped.
+    rates = {128: 5.0, 256: 170.0, 512: 3.0, 1024: 4.0, 2048: 4.0}
+    spreads = {128: 0.52, 256: 89.18, 512: 0.1, 1024: 0.78, 2048: 1.67}
+    text = timing.sweep_reading("NumPy on the CPU", rates, 395.0, spreads, 0.5)
+    assert "peaks at" not in text and "too few steady rows to read a peak" in text
+    assert text.startswith("NumPy on the CPU: only n = 512 was steady (3 GFLOP/s, 1% of the peak)")
+    assert "n = 128, 256, 1024 and 2048 left out" in text
+    closing = timing.closing_note({"matmul_gflops": {"CPU": rates}, "matmul_spread": {"CPU": spreads},
+                                   "peak_gflops": {"CPU": 395.0}, "noise_limit": 0.5})
+    assert closing == ["Matmul on CPU (TensorFlow): only n = 512 was steady, 3 GFLOP/s, 1% of its peak 395: too few "
+                       "steady rows (under 2) to read a best size."]
+
+
 def test_published_figures_carry_their_sources_and_say_what_804_percent_means():
     text = timing.speedup_table({"CPU": 3.0}) + "\n".join(timing.published_sources())
     assert "design brief" not in text and "seed" not in text
@@ -141,6 +155,11 @@ def test_sweep_reading_headlines_only_a_steady_size_and_its_own_rate(sweep, lim,
     if not steady:
         assert "no size was steady enough" in text and "peaks at" not in text
         return
+    if len(steady) < timing.MIN_STEADY_ROWS:  # a single leftover row is not a peak
+        (only,) = steady
+        assert "peaks at" not in text and "too few steady rows to read a peak" in text
+        assert text.startswith(f"CPU: only n = {only} was steady ({rates[only]:,.0f} GFLOP/s")
+        return
     match = re.match(r"CPU peaks at n = (\d+) with ([\d,]+) GFLOP/s", text)
     best_n = int(match.group(1))
     assert best_n in steady, (text, spreads)
@@ -175,6 +194,10 @@ def test_closing_note_headlines_the_fastest_steady_matmul(sweep, lim, peak):
     steady = _steady(spreads, lim)
     if not steady:
         assert "no size was steady enough" in line
+        return
+    if len(steady) < timing.MIN_STEADY_ROWS:
+        (only,) = steady
+        assert "at best" not in line and "too few steady rows" in line and f"only n = {only} was steady" in line
         return
     match = re.match(r"Matmul on CPU \(TensorFlow\): at best ([\d,]+) GFLOP/s \(n = (\d+)\)", line)
     assert int(match.group(2)) in steady and match.group(1) == f"{max(rates[n] for n in steady):,.0f}"

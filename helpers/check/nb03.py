@@ -430,12 +430,24 @@ def _crossover_hint(sizes: list[int], cpu_s: list[float], gpu_s: list[float], go
 # --------------------------------------------------------------------------- exercise 4
 PAYOFF_CASES = [  # (first_graph, steady_graph, first_xla, steady_xla) in seconds; the comment gives the answer
     (0.056, 0.00054, 0.218, 0.000455),  # 1,907: a small model's step on a 2-core CPU (made up, close to one)
-    (0.25, 0.5, 1.0, 0.25),  # 4: (1.0 - 0.25) / (0.5 - 0.25) = 3 exactly, plus the first call
+    (0.25, 0.125, 1.0, 0.0625),  # 13: (1.0 - 0.25) / (0.125 - 0.0625) = 12 exactly, plus the first call
     (0.12, 0.0043, 1.47, 0.0026),  # 796: a GPU-like case
     (0.05, 0.001, 0.3, 0.0012),  # None: XLA's warm step is slower
     (0.05, 0.001, 0.3, 0.001),  # None: the same warm step, so XLA never catches up
     (0.3, 0.002, 0.2, 0.001),  # 1: XLA's first call is already faster
+    (0.3, 0.001, 0.2, 0.002),  # 1: XLA's first call is faster, its warm step slower: ahead at n = 1 all the same
+    (0.1, 0.002, 0.1, 0.001),  # 1: a tie on the first call; "at most" counts a tie
+    (0.1, 0.002, 0.1, 0.002),  # 1: a tie on both; XLA never falls behind
 ]
+
+
+def _strictly_ahead(fg: float, sg: float, fx: float, sx: float) -> int | None:
+    """The answer if XLA had to be strictly ahead (< instead of <=): a mistake the check names."""
+    if fx < fg:
+        return 1
+    if sx >= sg:
+        return None
+    return 2 + math.floor((fx - fg) / (sg - sx))
 
 
 def _payoff_variants(fg: float, sg: float, fx: float, sx: float) -> dict[str, float]:
@@ -450,11 +462,15 @@ def _payoff_variants(fg: float, sg: float, fx: float, sx: float) -> dict[str, fl
 
 
 PAYOFF_HINTS = {
+    "strict": "You waited until XLA is strictly ahead (<): the rule is 'at most' (<=), so a tie counts. With equal "
+              "first calls XLA is not behind at n = 1, and on a whole quotient the tie comes a step earlier.",
     "after": "You counted the steps after the first call: count the first call too, so n = 1 + ceil(extra / saving).",
     "floor": "You rounded down: after that many steps XLA is still behind. Round up (math.ceil), since n must make "
              "XLA's total at most the graph's.",
-    "int plus two": "On a quotient that is already whole (the case with exactly 3) you added a step too many: "
-                    "int(x) + 1 rounds up only when x has a fraction. Use math.ceil(x).",
+    "int plus two": "On a quotient that is already whole (the case with exactly 12) you returned one step too many: "
+                    "there XLA's total equals the graph's at n = 13, and 'at most' counts that tie. int(x) + 1 rounds "
+                    "up only when x has a fraction (use math.ceil(x)), and a loop that waits until XLA is strictly "
+                    "ahead (<) stops a step late (use <=).",
     "round": "You rounded to the nearest step: rounding down can leave XLA still behind. Round up (math.ceil).",
     "unrounded": "A number of steps is whole: round the quotient up (math.ceil) and return an int.",
     "own steps": "That is XLA's first call counted in its own warm steps. The payoff compares XLA with the plain "
@@ -476,9 +492,11 @@ def _same(a: float | None, b: float) -> bool:
 def _payoff_mistake(answers: list[Any]) -> str | None:
     """The mistake whose values match the learner's on every case where XLA catches up after its first call."""
     values = [number(a) if not isinstance(a, (str, bool)) else None for a in answers]
+    if all(v == _strictly_ahead(*case) for v, case in zip(values, PAYOFF_CASES, strict=True)):
+        return "strict"
     table = [_payoff_variants(*case) for case in PAYOFF_CASES]
     for mistake in PAYOFF_HINTS:
-        if all(_same(v, t[mistake]) for v, t in zip(values, table, strict=True) if t):
+        if mistake != "strict" and all(_same(v, t[mistake]) for v, t in zip(values, table, strict=True) if t):
             return mistake
     return None
 
@@ -522,6 +540,12 @@ def payoff(answer: Any) -> Feedback:
                 continue
             return wrong(f"{shown} returned {got!r}: XLA's warm step is not faster than the graph's, so it never "
                          "catches up: return None, not a number (no count of steps is right).")
+        if got is None and expected == 1 and fx == fg:
+            return wrong(f"{shown} returned None: XLA's first call ties the graph's here, and 'at most' counts a tie: "
+                         "compare with <= (first_xla <= first_graph), not <, and return 1.")
+        if got is None and expected == 1 and sx >= sg:
+            return wrong(f"{shown} returned None: XLA's first call is already no slower here, so it is not behind at "
+                         "n = 1, whatever its warm step. Test the first call before the warm step: return 1.")
         if got is None:
             return wrong(f"{shown} returned None: XLA's first call is already no slower here, so it is ahead from "
                          "the first step: return 1." if expected == 1 else f"{shown} returned None: XLA's warm step "
@@ -532,6 +556,8 @@ def payoff(answer: Any) -> Feedback:
                          "or None.")
         if value == expected:
             continue
+        if expected == 1 and mistake == "strict":
+            return wrong(f"{shown} returned {got!r}, expected 1. {PAYOFF_HINTS[mistake]}")
         if expected == 1:
             return wrong(f"{shown} returned {got!r}: XLA's first call ({fx} s) is already no slower than the graph's "
                          f"({fg} s), so XLA is ahead from the first step: return 1.")
@@ -553,6 +579,8 @@ TRACE_CASES = [  # calls of one plain tf.function f(x, factor), each (shape of x
     [((64, 784), 0.5), ((32, 784), 0.5), ((64, 784), 1.5), ((32, 784), 0.5)],  # 3
     [((8,), 1.0), ((8,), T), ((8,), 2.0), ((8,), T), ((8,), 1.0)],  # 3: two floats and the tensor
     [((4,), 0.5)],  # 1: one call, one trace
+    [((2,), 0.5), ((3,), 1.5)],  # 2: two shapes, each with its own float: two signatures, not three or four
+    [((8,), T), ((8, 1), T), ((4,), T)],  # 3: (8,) and (8, 1) have as many numbers but different shapes
 ]
 
 
@@ -569,8 +597,12 @@ def expected_traces(calls: list[tuple[tuple[int, ...], Any]]) -> int:
 def _trace_mistakes(calls: list[tuple[tuple[int, ...], Any]]) -> dict[str, int]:
     changes = sum(1 for i, c in enumerate(calls) if i == 0 or c != calls[i - 1])
     tensors_each = len({c for c in calls if c[1] != T}) + sum(1 for c in calls if c[1] == T)
-    return {"every call": len(calls), "consecutive": changes, "factors only": len({f for _, f in calls}),
-            "shapes only": len({tuple(s) for s, _ in calls}), "tensor values": tensors_each}
+    shapes, factors = len({tuple(s) for s, _ in calls}), len({f for _, f in calls})
+    return {"every call": len(calls), "consecutive": changes, "factors only": factors, "shapes only": shapes,
+            "tensor values": tensors_each, "minus one": expected_traces(calls) - 1,
+            "shapes plus factors": shapes + factors - 1, "shapes and factors added": shapes + factors,
+            "shapes times factors": shapes * factors, "larger count": max(shapes, factors),
+            "rank": len({(len(s), f) for s, f in calls})}
 
 
 TRACE_HINTS = {
@@ -583,7 +615,28 @@ TRACE_HINTS = {
                    "float traces again.",
     "tensor values": "You counted each tensor factor as new: a tensor enters the signature by its shape and dtype, "
                      "not its value, so every scalar tensor shares one graph.",
+    "minus one": "You counted one trace too few: the first call traces too (count traces, not retraces).",
+    "shapes plus factors": "You added the distinct shapes and the distinct factors, counted apart: a trace belongs to "
+                           "a (shape, factor) pair that was called, so count the distinct pairs.",
+    "shapes and factors added": "You added the distinct shapes and the distinct factors, counted apart: a trace "
+                                "belongs to a (shape, factor) pair that was called, so count the distinct pairs.",
+    "shapes times factors": "You multiplied the distinct shapes by the distinct factors: that counts every pair that "
+                            "could be called; only the (shape, factor) pairs actually called trace.",
+    "larger count": "You took the larger of the distinct shapes and the distinct factors: a shape seen before with a "
+                    "factor seen before can still be a new pair, so count the distinct (shape, factor) pairs.",
+    "rank": "You compared the number of dimensions of x: the whole shape is in the signature, so (8,) and (8, 1), or "
+            "(64, 784) and (32, 784), trace separately.",
 }
+
+
+def _trace_mistake(values: list[Any], tables: list[dict[str, int]], expected: list[int]) -> str | None:
+    """The mistake that gives the learner's count on every list; else the only one that explains every wrong count."""
+    full = [m for m in TRACE_HINTS if all(v == t[m] for v, t in zip(values, tables, strict=True))]
+    if full:
+        return full[0]
+    wrong_at = [i for i, (v, e) in enumerate(zip(values, expected, strict=True)) if v != e]
+    explain = [m for m in TRACE_HINTS if all(values[i] == tables[i][m] for i in wrong_at)]
+    return explain[0] if len(explain) == 1 else None  # two or more fit: say nothing rather than blame the wrong one
 
 
 def traces(answer: Any) -> Feedback:
@@ -608,17 +661,15 @@ def traces(answer: Any) -> Feedback:
         return returned_none("count_traces")
     values = [number(a) if not isinstance(a, (bool, str)) else None for a in answers]
     tables = [_trace_mistakes(calls) for calls in TRACE_CASES]
-    for calls, got, value, table in zip(TRACE_CASES, answers, values, tables, strict=True):
-        expected = expected_traces(calls)
+    expected_all = [expected_traces(calls) for calls in TRACE_CASES]
+    mistake = _trace_mistake(values, tables, expected_all)
+    for calls, got, value, expected in zip(TRACE_CASES, answers, values, expected_all, strict=True):
         if value is None or not float(value).is_integer():
             return wrong(f"For {calls} you returned {got!r}: return the number of traces, a whole number (an int).")
         if value == expected:
             continue
-        consistent = [m for m in TRACE_HINTS if all(v == t[m] for v, t in zip(values, tables, strict=True))]
-        here = [m for m in TRACE_HINTS if value == table[m]]
-        if consistent or here:
-            hint = TRACE_HINTS[(consistent or here)[0]]
-            return wrong(f"For {calls} you returned {got!r}, expected {expected}. {hint}")
+        if mistake is not None:
+            return wrong(f"For {calls} you returned {got!r}, expected {expected}. {TRACE_HINTS[mistake]}")
         return wrong(f"For {calls} you returned {got!r}, expected {expected}: one trace per distinct signature, the "
                      "shape of x with the factor's value if it is a Python float, or 'tensor' if it is one.")
     return Feedback(True, f"Right: a plain tf.function traces once per distinct signature (the shape of each tensor, "

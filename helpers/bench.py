@@ -82,6 +82,7 @@ class BenchResult:
     times: list[float]
     warmup: int
     calls_per_sync: int = 1
+    window: tuple[float, float] | None = None  # the clock at the first timed batch's start and the last one's end
 
     @property
     def median(self) -> float:
@@ -192,7 +193,9 @@ def benchmark(fn: Callable[..., Any], *args: Any, warmup: int = 2, repeats: int 
         calls_per_sync: calls per timed batch. None (the default): 1 when there is no warm-up or no
             `sync`, else chosen from the last warm-up call and a wait on the idle device so that the
             wait is at most 5 % of a batch (:func:`calls_for`).
-        clock: the clock read before and after each batch; None: ``time.perf_counter``.
+        clock: the clock read before and after each batch (and around the warm-up and the idle waits, to
+            choose `calls_per_sync`); None: ``time.perf_counter``. The result's ``window`` holds its readings
+            at the first timed batch's start and the last one's end: the timed repeats only.
 
     Example:
         >>> r = benchmark(sum, range(1000), warmup=1, repeats=3)
@@ -225,15 +228,17 @@ def benchmark(fn: Callable[..., Any], *args: Any, warmup: int = 2, repeats: int 
             # A call takes at least its dispatch; the wait on an idle device is its fixed cost.
             k = calls_for(max(call - min(idle), dispatch), min(idle))
     k = k or 1
-    times = []
+    times, first = [], None
     for _ in range(repeats):
         start = clock()
+        first = start if first is None else first
         for _ in range(k):
             fn(*args, **kwargs)
         if sync:
             sync()
-        times.append((clock() - start) / k)
-    return BenchResult(times=times, warmup=warmup, calls_per_sync=k)
+        end = clock()
+        times.append((end - start) / k)
+    return BenchResult(times=times, warmup=warmup, calls_per_sync=k, window=(first, end))
 
 
 def time_dispatch(fn: Callable[..., Any], *args: Any, warmup: int = 1, repeats: int = 5,

@@ -231,20 +231,26 @@ def short_name(row: Mapping[str, Any]) -> str:
     return f"{model}-{parsed.memory_gb}" if parsed.memory_gb and model in ("A100",) else model
 
 
+MEMORY_LABEL = "memory, GiB (datasheet 'GB')"  # a datasheet's "16 GB" card holds 16 x 2**30 bytes
+
+
 def spec_table(table: Sequence[Mapping[str, Any]]) -> str:
     """The spec table as text: capability, memory, bandwidth, peaks, power, source.
 
     Example:
         >>> print(spec_table(specs()).splitlines()[0])  # doctest: +NORMALIZE_WHITESPACE
-        GPU  arch  CC  memory  GB/s  FP32  FP16 TC  TF32 TC  BF16  TDP W  source
+        GPU  arch  CC  memory, GiB (datasheet 'GB')  GB/s  FP32  FP16 TC  TF32 TC  BF16  TDP W  source
+
+    The memory column counts binary GB (2**30 bytes, GiB), the figure the datasheets print as "GB";
+    bandwidth (GB/s) and FLOP/s are decimal rates.
     """
     def num(value: Any) -> str:
         return "-" if value in (None, "") else f"{value:g}"
 
-    rows = [("GPU", "arch", "CC", "memory", "GB/s", "FP32", "FP16 TC", "TF32 TC", "BF16", "TDP W", "source")]
+    rows = [("GPU", "arch", "CC", MEMORY_LABEL, "GB/s", "FP32", "FP16 TC", "TF32 TC", "BF16", "TDP W", "source")]
     for g in table:
         rows.append((g["name"], g["architecture"], f"{g['compute_capability']:.1f}",
-                     f"{g['memory_gb']:g} GB {g['memory_type']}", num(g["bandwidth_gb_s"]), num(g["fp32_tflops"]),
+                     f"{g['memory_gb']:g} {g['memory_type']}", num(g["bandwidth_gb_s"]), num(g["fp32_tflops"]),
                      num(g["fp16_tensor_tflops_dense"]), num(g["tf32_tensor_tflops_dense"]),
                      "yes" if g["bf16_tensor"] else "no", num(g["tdp_w"]), g["source"]))
     return text_table(rows)
@@ -252,6 +258,9 @@ def spec_table(table: Sequence[Mapping[str, Any]]) -> str:
 
 def plot_specs(table: Sequence[Mapping[str, Any]], ax: Any = None) -> Any:
     """Memory against dense FP16 Tensor Core peak, one labelled point per GPU, coloured by architecture.
+
+    A GPU without Tensor Cores (the P100) has no Tensor Core peak: it is drawn with a cross at its plain
+    FP16 peak, labelled as such in the legend, so it is not read as one.
 
     Example:
         >>> ax = plot_specs(specs())
@@ -262,19 +271,26 @@ def plot_specs(table: Sequence[Mapping[str, Any]], ax: Any = None) -> Any:
 
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 4.2))
-    archs = list(dict.fromkeys(g["architecture"] for g in table))
-    for i, arch in enumerate(archs):
-        rows = [g for g in table if g["architecture"] == arch]
-        ax.scatter([g["fp16_tensor_tflops_dense"] for g in rows], [g["memory_gb"] for g in rows],
-                   s=[20 + g["tdp_w"] / 3 for g in rows], color=f"C{i}", alpha=0.7, label=arch)
+    archs = list(dict.fromkeys(g["architecture"] for g in table if has_tensor_cores(g)))
+    groups = [(f"C{i}", "o", arch, [g for g in table if g["architecture"] == arch and has_tensor_cores(g)])
+              for i, arch in enumerate(archs)]
+    groups.append(("0.3", "x", NO_TENSOR_CORES_LABEL, [g for g in table if not has_tensor_cores(g)]))
+    for color, marker, label, rows in groups:
+        if not rows:
+            continue
+        ax.scatter([g["fp16_tensor_tflops_dense"] for g in rows], [g["memory_gb"] for g in rows], marker=marker,
+                   s=[20 + g["tdp_w"] / 3 for g in rows], color=color, alpha=0.7, label=label)
         for g in rows:
             ax.annotate(short_name(g), (g["fp16_tensor_tflops_dense"], g["memory_gb"]), fontsize=8,
                         xytext=(4, 3), textcoords="offset points")
-    ax.set(xscale="log", yscale="log", xlabel="dense FP16 Tensor Core peak, TFLOP/s (datasheet; P100: no Tensor Cores)",
-           ylabel="memory, GB", title="The GPU table: memory against half-precision peak (dot size: TDP)")
+    ax.set(xscale="log", yscale="log", xlabel="dense FP16 Tensor Core peak, TFLOP/s (datasheet; x: no Tensor Cores)",
+           ylabel=MEMORY_LABEL, title="The GPU table: memory against half-precision peak (dot size: TDP)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
     return ax
+
+
+NO_TENSOR_CORES_LABEL = "no Tensor Cores: plain FP16 peak, not comparable"
 
 
 # --------------------------------------------------------------------------- compute capability

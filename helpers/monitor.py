@@ -322,9 +322,10 @@ class PowerSampler:
     """Read a GPU's power draw through NVML every `interval` seconds while code runs; a context manager.
 
     The samples are taken during the run, from a background thread, and none after it: a reading taken
-    after a benchmark shows the GPU idling down, not working. Pass :meth:`clock` to
-    :func:`helpers.bench.benchmark` (``clock=sampler.clock``): its first and last readings then mark the
-    timed repeats, and :meth:`summary` keeps only the samples between them (warm-up and tracing left out).
+    after a benchmark shows the GPU idling down, not working. Give the result of
+    :func:`helpers.bench.benchmark` (timed with its default clock, or ``clock=sampler.clock``) to
+    :meth:`summary`: its ``window`` marks the timed repeats, and only the samples between them count
+    (warm-up, the idle waits that calibrate the benchmark, and tracing left out).
     Without a GPU NVML can read (no driver, no nvidia-ml-py, a MIG slice) it takes no samples and
     ``reason`` says why.
 
@@ -362,7 +363,11 @@ class PowerSampler:
         self._thread: threading.Thread | None = None
 
     def clock(self) -> float:
-        """``time.perf_counter()``, and the reading marks the timed window (give it to ``bench.benchmark``)."""
+        """``time.perf_counter()``; each reading widens the window :meth:`summary` keeps when it gets no timing.
+
+        Call it yourself around the work to mark it. ``bench.benchmark`` reads its clock during the warm-up
+        too: give its result to :meth:`summary` instead, whose ``window`` covers the timed repeats only.
+        """
         now = time.perf_counter()
         self.window = [self.window[0] if self.window else now - self._start, now - self._start]
         return now
@@ -420,8 +425,13 @@ class PowerSampler:
     def __exit__(self, *exc: Any) -> None:
         self.stop()
 
-    def summary(self) -> dict[str, Any]:
-        """The samples of the timed window (all of them when :meth:`clock` was not used), summed up.
+    def summary(self, timing: Any = None) -> dict[str, Any]:
+        """The samples of the timed window (all of them when neither `timing` nor :meth:`clock` marked one), summed up.
+
+        Args:
+            timing: a :class:`helpers.bench.BenchResult` timed with ``time.perf_counter`` (the default clock,
+                or :meth:`clock`): its ``window``, the timed repeats, is the window. None: the readings of
+                :meth:`clock`, if any.
 
         ``energy_j`` is the mean power of those samples times the window's seconds: the energy of the
         timed work, from power read while it ran. Without samples the figures are None.
@@ -433,6 +443,12 @@ class PowerSampler:
             >>> s["samples"], s["mean_w"], s["max_w"], s["seconds"], s["energy_j"]
             (2, 65.0, 70.0, 0.5, 32.5)
         """
+        if timing is not None:
+            window = getattr(timing, "window", None)
+            if window is None or len(window) != 2:
+                raise ValueError(f"timing={timing!r}: pass the result of helpers.bench.benchmark (it has a window), "
+                                 "or None.")
+            self.window = [window[0] - self._start, window[1] - self._start]
         start, end = self.window if len(self.window) == 2 else (0.0, self.seconds)
         watts = [w for t, w in self.samples if start <= t <= end]
         mean = statistics.fmean(watts) if watts else None

@@ -196,3 +196,20 @@ def test_small_tensorflow_ops_get_several_calls_per_wait_and_long_ones_one():
     slow = bench.benchmark(time.sleep, 0.02, warmup=1, repeats=2)
     assert small.calls_per_sync > 1, small
     assert slow.calls_per_sync == 1 and slow.median >= 0.02, slow
+
+
+def test_the_result_window_spans_the_timed_repeats_only():
+    clock, marks = FakeClock(), []
+
+    def step():  # 50 ms a call; the warm-up call is the first
+        marks.append(("call", clock.now))
+        clock.now += 0.05
+
+    def sync():  # 1 ms a wait
+        clock.now += 1e-3
+
+    r = bench.benchmark(step, warmup=2, repeats=3, sync=sync, clock=clock)
+    first_timed = marks[2][1]  # after the two warm-up calls and the idle waits
+    assert r.window == (first_timed, clock.now), (r.window, marks)
+    assert r.window[1] - r.window[0] == pytest.approx(sum(r.times) * r.calls_per_sync)
+    assert r.window[0] > 2 * 0.05, "the warm-up calls are inside the window"

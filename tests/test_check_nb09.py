@@ -194,6 +194,48 @@ def test_energy_refuses_a_constant_right_for_one_run_and_bad_types():
     assert "return a number" in check.energy_kwh(lambda n, r, w: "0.4 kWh").message
 
 
+# ---------------------------------------------------------------- hints the review found missing
+@pytest.mark.parametrize("answer, hint", [
+    (lambda p, b: round(4 * p * b, -6), "nearest million bytes (round(..., -6))"),
+    (lambda p, b: round(4 * p * b, -3), "nearest thousand bytes (round(..., -3))"),
+])
+def test_adam_training_bytes_names_rounding_to_millions(answer, hint):
+    fb = check.adam_training_bytes(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+
+
+@pytest.mark.parametrize("answer, shown", [
+    (lambda j, g: j / 2**20 <= int(0.9 * g * 1024), "flips at 14,745.0 MiB"),  # the review's passing answer: truncated
+    (lambda j, g: j / 2**20 <= round(0.9 * g * 1024), "flips at 14,746.0 MiB"),  # rounded up, past the edge
+    (lambda j, g: round(j / 2**20) <= 0.9 * g * 1024, "whole MiB"),  # the job rounded instead of the edge
+    (lambda j, g: math.floor(j / 2**20) <= 0.9 * g * 1024, "whole MiB"),
+    (lambda j, g: int(j) // 2**20 <= 0.9 * g * 1024, "whole MiB"),  # integer division of the bytes
+])
+def test_fits_refuses_an_edge_rounded_to_whole_mib_and_says_so(answer, shown):
+    fb = check.fits(answer)
+    assert not fb.ok and "You round (or truncate) to whole MiB" in fb.message and shown in fb.message, fb.message
+
+
+def test_fits_accepts_mib_arithmetic_that_does_not_round():
+    assert check.fits(lambda j, g: j / 2**20 <= 0.9 * g * 1024).ok
+    assert check.fits(lambda j, g: j / 1024 / 1024 / 1024 <= g * 9 / 10).ok
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (lambda n, r, w: n / r / 3600 * w / 1024, "you divide the watts by 1024"),
+    (lambda n, r, w: n / r / 3600 * w / 1024 / 1024, "you divide by 1024 twice"),
+    (lambda n, r, w: math.ceil(n / r / 3600) * w / 1000, "you round the hours up (math.ceil)"),
+    (lambda n, r, w: -(-n // r // 3600) * w / 1000, "you round the hours up (math.ceil)"),  # ceil by negated //
+    (lambda n, r, w: math.ceil(n / r / 3600 * w / 1000), "you round the kWh up"),
+    (lambda n, r, w: 0.4, "whatever the run (a hard-coded value)"),
+    (lambda n, r, w: 12.0, "whatever the run (a hard-coded value)"),
+])
+def test_energy_names_1024_ceil_and_hard_coded_values(answer, hint):
+    fb = check.energy_kwh(answer)
+    assert not fb.ok and hint in fb.message, fb.message
+    assert "seconds = images / images_per_s; hours" not in fb.message  # not the generic formula hint
+
+
 # ---------------------------------------------------------------- the notebook's text matches the checks
 def test_the_exercise_text_states_the_counts_the_checks_use():
     nb = json.loads(NOTEBOOK.read_text())

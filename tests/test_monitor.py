@@ -262,3 +262,43 @@ def test_the_power_sampler_rejects_bad_arguments_and_a_second_start():
         power.start()
     power.stop()
     power.stop()
+
+
+def test_the_window_covers_the_timed_repeats_not_the_warm_up_nor_the_idle_waits():
+    from helpers import bench
+
+    nvml = fakes.PowerNVML(watts=20.0)
+    calls = []
+
+    def step():  # the warm-up call draws 50 W, the timed ones 80 W
+        nvml.watts = 50.0 if not calls else 80.0
+        calls.append(time.perf_counter())
+        time.sleep(0.03)
+
+    def sync():  # a wait: the device idles
+        time.sleep(0.01)
+
+    with monitor.PowerSampler(interval=0.01, nvml=nvml, gpu_index=0) as power:
+        timing = bench.benchmark(step, warmup=1, repeats=6, sync=sync, calls_per_sync=1, clock=power.clock)
+        nvml.watts = 20.0
+        time.sleep(0.05)
+    s = power.summary(timing)
+    first_timed = calls[1] - power._start
+    assert power.window[0] <= first_timed and power.window[0] > calls[0] - power._start + 0.03, power.window
+    assert s["seconds"] == pytest.approx(sum(timing.times), rel=0.05), (s, timing.times)
+    assert s["samples"] >= 5 and 50.0 in [w for _, w in power.samples], s  # warm-up sampled, outside the window
+    assert s["mean_w"] >= 75.0 and s["max_w"] == 80.0, s
+    with pytest.raises(ValueError, match="timing="):
+        power.summary(object())
+
+
+def test_without_a_timing_the_clock_marks_the_window_and_benchmarks_warm_up_would_count():
+    from helpers import bench
+
+    nvml = fakes.PowerNVML(watts=20.0)
+    with monitor.PowerSampler(interval=0.01, nvml=nvml, gpu_index=0) as power:
+        timing = bench.benchmark(lambda: time.sleep(0.02), warmup=1, repeats=3, sync=lambda: None,
+                                 calls_per_sync=1, clock=power.clock)
+    clock_window = list(power.window)
+    power.summary(timing)
+    assert clock_window[0] < power.window[0] and timing.window[1] - timing.window[0] < clock_window[1] - clock_window[0]

@@ -50,7 +50,7 @@ def run_cell(power, name="Tesla T4", cc=(7, 5), rate=410.0):
 
 
 def test_the_power_line_quotes_the_samples_taken_during_the_benchmark():
-    power = {"CPU:0": sampled(31.0, 0.05), "GPU:0": sampled(66.0, 0.3)}
+    power = {"GPU:0": sampled(66.0, 0.3)}  # the CPU's benchmark runs without a sampler
     text = run_cell(power)
     g = power["GPU:0"]
     assert g["samples"] >= 5 and g["mean_w"] == 66.0, g  # only the working GPU's samples: none of the idle 20 W
@@ -73,3 +73,48 @@ def test_without_samples_the_cell_says_why():
     power = {"GPU:0": monitor.PowerSampler(nvml=fakes.PowerNVML(unsupported={"power_mw"}), gpu_index=0)
              .start().stop().summary()}
     assert "No power samples of GPU:0 during the benchmark: NVML reads no power of GPU 0" in run_cell(power)
+
+
+def test_the_claims_refuse_gpu_watts_under_a_cpu_key():
+    power = {"CPU:0": sampled(20.0, 0.05), "GPU:0": sampled(66.0, 0.3)}  # what the page recorded before
+    run = SimpleNamespace(results={"benchmark_power": power, "images_per_s": {"CPU:0": 5.0, "GPU:0": 410.0}},
+                          outputs_text=lambda: run_cell({"GPU:0": power["GPU:0"]}))
+    with pytest.raises(AssertionError, match="CPU:0"):
+        nb09.benchmark_power(run)
+
+
+def benchmark_cell() -> str:
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    return next("".join(c["source"]) for c in cells if "".join(c["source"]).startswith("rates, spreads, power, tf32"))
+
+
+def test_the_benchmark_cell_samples_the_gpu_only_and_keeps_its_timed_repeats():
+    """The page's benchmark cell, a fake GPU: one sampler, around GPU:0's benchmark, its window the timed repeats."""
+    nvml, made = fakes.PowerNVML(watts=20.0), []
+
+    class Sampler(monitor.PowerSampler):
+        def __init__(self):
+            super().__init__(interval=0.01, nvml=nvml, gpu_index=0)
+            made.append(self)
+
+    def forward_on(device):
+        def forward(x):  # GPU:0's calls draw 70 W and take 20 ms
+            nvml.watts = 70.0 if "GPU" in device else 20.0
+            time.sleep(0.02)
+            return SimpleNamespace(numpy=lambda: None)
+        return forward
+
+    fake = SimpleNamespace(env=SimpleNamespace(tf32_state=lambda tf, gpus: "TF32 off: a fake"),
+                           monitor=SimpleNamespace(PowerSampler=Sampler), bench=helpers.bench)
+    namespace = {"helpers": fake, "tf": SimpleNamespace(random=SimpleNamespace(uniform=lambda shape: shape)),
+                 "hw": SimpleNamespace(gpus=[], gpu_count=1), "forward_on": forward_on, "cpu_batch": 2,
+                 "repeats": 3, "SMOKE": True, "results": {}}
+    namespace["results"] = SimpleNamespace(update=lambda **kw: namespace.update(recorded=kw))
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(benchmark_cell(), namespace)
+    power = namespace["recorded"]["benchmark_power"]
+    assert set(power) == {"GPU:0"} and len(made) == 1, power  # no sampler around the CPU's benchmark
+    window = made[0].window
+    assert window[1] - window[0] == pytest.approx(power["GPU:0"]["seconds"])
+    assert power["GPU:0"]["seconds"] < made[0].seconds  # the timed repeats, not all it sampled
+    assert power["GPU:0"]["mean_w"] == 70.0, power  # the warm-up's switch from 20 W is outside the window

@@ -231,7 +231,7 @@ def test_the_spec_table_quotes_every_row():
     lines = gpus.spec_table(TABLE).splitlines()[1:]
     for line, g in zip(lines, TABLE, strict=True):
         assert line.startswith(g["name"]) and line.rstrip().endswith(g["source"])
-        assert f"{g['memory_gb']:g} GB {g['memory_type']}" in line and f"{g['fp16_tensor_tflops_dense']:g}" in line
+        assert f"  {g['memory_gb']:g} {g['memory_type']}  " in line and f"{g['fp16_tensor_tflops_dense']:g}" in line
 
 
 def test_the_published_nvml_totals_sit_above_the_usable_share():

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from claims.nb09 import BINARY, DECIMAL, one_unit_per_table
+from claims.nb09 import BINARY, DECIMAL, one_unit_per_table, without_row_names
 
 from helpers import gpus, monitor
 
@@ -17,7 +17,9 @@ TABLE = gpus.specs()
 
 
 def families(text: str) -> set[str]:
-    return {name for name, pattern in (("binary", BINARY), ("decimal", DECIMAL)) if pattern.search(text)}
+    """The memory units a table's cells use (its rows' names left out), or a label's."""
+    cells = without_row_names(text) if "\n" in text else text
+    return {name for name, pattern in (("binary", BINARY), ("decimal", DECIMAL)) if pattern.search(cells)}
 
 
 def every_table() -> dict[str, str]:
@@ -50,7 +52,31 @@ def test_the_memory_tables_say_their_unit():
     assert families(tables["fits table"]) == {"binary"} and "(GiB)" in tables["fits table"].splitlines()[0]
     assert families(tables["driver totals table"]) == {"binary"}
     assert all(h.endswith("(MiB)") for h in re.split(r" {2,}", tables["driver totals table"].splitlines()[0])[1:3])
-    assert families(tables["spec table"]) == {"decimal"}  # the datasheets' own GB and GB/s, as NVIDIA prints them
+    # The spec table's memory counts binary GB (2**30 bytes, as the page reads a datasheet's "16 GB"): GiB, with the
+    # datasheet's label quoted; its GB/s is a decimal rate, not a memory count.
+    spec = tables["spec table"]
+    assert families(spec) == {"binary"}, spec.splitlines()[0]
+    assert "GiB (datasheet 'GB')" in spec.splitlines()[0] and "GB/s" in spec.splitlines()[0]
+
+
+def test_the_plot_labels_memory_in_gib_and_marks_the_gpu_without_tensor_cores():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = gpus.plot_specs(TABLE)
+    assert families(ax.get_ylabel()) == {"binary"} and "GiB" in ax.get_ylabel(), ax.get_ylabel()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert gpus.NO_TENSOR_CORES_LABEL in labels, labels
+    without = [g for g in TABLE if not gpus.has_tensor_cores(g)]
+    marked = next(c for c in ax.collections if c.get_label() == gpus.NO_TENSOR_CORES_LABEL)
+    assert sorted(map(tuple, marked.get_offsets().tolist())) == sorted(
+        (g["fp16_tensor_tflops_dense"], g["memory_gb"]) for g in without)
+    assert all(c.get_label() != gpus.NO_TENSOR_CORES_LABEL for c in ax.collections if c is not marked)
+
+
+def test_a_rate_and_a_quoted_datasheet_label_are_not_memory_units():
+    assert families("bandwidth, GB/s") == set() and families("memory, GiB (datasheet 'GB')") == {"binary"}
+    assert families("16 GB") == {"decimal"} and families("memory GB") == {"decimal"}
 
 
 def test_the_driver_totals_table_converts_the_datasheet_gb_to_mib():

@@ -10,9 +10,10 @@ mistake gives exactly those answers and names it:
 * ``fits(job_bytes, gpu_memory_gb)``: jobs chosen on both sides of the edge (and on it), then, for
   cards of several sizes, the job size where the function's answer flips: that edge, divided by the
   card's GB, tells the bytes per GB and the share of the memory the function really uses, so a
-  decimal GB, another fraction (0.85), a margin put on the job, or rounding to whole GB are named.
+  decimal GB, another fraction (0.85), a margin put on the job, or rounding to whole GB or whole MiB are named.
 * ``energy_kwh(images, images_per_s, watts)``: runs of several sizes; seconds for hours, watts for
-  kilowatts, floor division (``//``) of the seconds, the hours or the kWh, and rounding are told apart.
+  kilowatts, 1024 for 1000, floor division (``//``) or ceil of the seconds, the hours or the kWh, a hard-coded
+  value, and rounding are told apart.
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ ADAM_CASES = [(1_000, 4), (25_557_032, 4), (7_000_000_000, 2), (3, 8)]
 FIT_CASES = [(15.0e9, 16), (16.0e9, 16), (17e9, 16), (37e9, 40), (45e9, 48), (70e9, 80), (90e9, 80), (1e9, 141),
              (23.5e9, 24), (20e9, 16), (15.3e9, 16), (15.6e9, 16),
              (15.45e9, 16), (15.47e9, 16), (23.1e9, 24), (23.3e9, 24),  # 15.46e9 and 23.19e9 are the edges
-             (9 * GIB, 10), (72 * GIB, 80), (77.31e9, 80)]  # exactly 90 % of 10 and 80 GB, then just above
+             (9 * GIB, 10), (72 * GIB, 80), (77.31e9, 80),  # exactly 90 % of 10 and 80 GB, then just above
+             # The 16 GB edge is 14,745.6 MiB: an edge rounded or truncated to whole MiB gets one of these wrong.
+             (14745.3 * 2**20, 16), (14745.55 * 2**20, 16), (14745.8 * 2**20, 16)]
+
 # Cards on which the check looks for the job size where the answer flips (the function's edge).
 FIT_PROBE_GB = (10, 16, 24, 40, 80, 141)
 # Made-up runs: (images, images per second, watts). The fifth: a run whose seconds are not whole; the sixth:
@@ -140,6 +144,19 @@ def _known_mistake(got: list[float], expected: list[float], cases: list[tuple], 
     return None
 
 
+def _rounded_to(got: list[float], expected: list[float]) -> int | None:
+    """k when every answer is the right one rounded to the nearest 10**k (k from 1 to 9), else None."""
+    for k in range(1, 10):
+        if all(math.isclose(g, round(e, -k), rel_tol=1e-9, abs_tol=1e-9) for g, e in zip(got, expected, strict=True)):
+            return k
+    return None
+
+
+def _same_everywhere(got: list[float], expected: list[float]) -> bool:
+    """True when the answer gives one number whatever the inputs, where the right answers differ."""
+    return len(set(got)) == 1 and len(set(expected)) > 1
+
+
 def adam_training_bytes(answer: Any) -> Feedback:
     """Exercise 09.1: ``adam_training_bytes(params, dtype_bytes)`` = weights + gradients + Adam's m and v.
 
@@ -166,6 +183,10 @@ def adam_training_bytes(answer: Any) -> Feedback:
     hint = _known_mistake(got, expected, ADAM_CASES, _ADAM_RATIO_HINTS, _ADAM_VARIANTS, rel_tol=1e-9)
     if hint:
         return wrong(head + hint)
+    if (k := _rounded_to(got, expected)) is not None:
+        unit = {3: "thousand", 6: "million", 9: "billion"}.get(k, f"10**{k}")
+        return wrong(head + f"you round to the nearest {unit} bytes (round(..., -{k})), which turns the small models "
+                            "into 0: return the exact bytes.")
     big = max(range(len(expected)), key=expected.__getitem__)  # the largest model: a rounded unit still shows
     for size, unit in _BYTE_UNITS:
         if math.isclose(got[big] * size, expected[big], rel_tol=0.02):
@@ -280,6 +301,11 @@ def _diagnose_fits(answer: Callable[..., Any]) -> str | None:
                     f"before comparing: on a {gb} GB card your answer flips at {in_gib[gb]:g} x 2**30 bytes instead "
                     f"of {USABLE * gb:g} x 2**30. Compare the bytes themselves, unrounded: a job 0.1 % over the edge "
                     "must not fit.")
+    in_mib = {gb: edges[gb] / 2**20 for gb in FIT_PROBE_GB}
+    if all(math.isclose(m * 2, round(m * 2), abs_tol=4e-6) for m in in_mib.values()):  # whole or half MiB, to a byte
+        return (f"You round (or truncate) to whole MiB before comparing: on a 16 GB card your answer flips at "
+                f"{in_mib[16]:,.1f} MiB instead of {USABLE * 16 * 1024:,.1f} MiB (0.9 x 16 x 1024). Compare the bytes "
+                "themselves, unrounded: int() or round() of the MiB moves the edge by up to a MiB.")
     share = edges[16] / (16 * GIB)
     return (f"On a 16 GB card your answer flips at {edges[16] / 1e9:.4g}e9 bytes, {share:.4f} x 16 x 2**30, and the "
             f"share changes with the card's size: compare job_bytes with 0.9 x gpu_memory_gb x 2**30 exactly.")
@@ -326,6 +352,8 @@ _ENERGY_RATIO_HINTS = {
     1e6: "you multiplied by 1000 where you should divide: kW = watts / 1000.",
     1e-3: "you divided by 1000 twice: kWh = hours x watts / 1000, once.",
     1 / 24: "that is in kilowatt-days: hours = seconds / 3600, without a further / 24.",
+    1000 / 1024: "you divide the watts by 1024: a kilowatt is 1000 W (kilo is decimal for power), so divide by 1000.",
+    1000 / 1024**2: "you divide by 1024 twice: a kilowatt is 1000 W; divide the watt-hours by 1000 once.",
 }
 
 
@@ -342,6 +370,11 @@ _ENERGY_VARIANTS: list[tuple[Callable[[float, float, float], float], str]] = [
     (lambda n, r, w: (n / r / 3600 * w) // 1000,
      "you truncate the result to 0 decimals (// 1000, or int() of the kWh, drops the fraction of a kWh): use / "
      "and return it unrounded."),
+    (lambda n, r, w: math.ceil(n / r / 3600) * w / 1000,
+     "you round the hours up (math.ceil), as a cloud bill might: the energy is for the time the run takes, "
+     "unrounded, so a run of 1 h 01 min counts as 1.02 h, not 2 h."),
+    (lambda n, r, w: math.ceil(n / r / 3600 * w / 1000),
+     "you round the kWh up (math.ceil): return them unrounded."),
     (lambda n, r, w: n * r / 3600 * w / 1000,
      "you multiply images by images_per_s: the run takes images / images_per_s seconds."),
     (lambda n, r, w: r / n / 3600 * w / 1000,
@@ -375,6 +408,9 @@ def energy_kwh(answer: Any) -> Feedback:
     hint = _known_mistake(got, expected, ENERGY_CASES, _ENERGY_RATIO_HINTS, _ENERGY_VARIANTS, rel_tol=1e-6)
     if hint:
         return wrong(head + hint)
+    if _same_everywhere(got, expected):
+        return wrong(head + f"your function returns {got[0]:.6g} whatever the run (a hard-coded value): compute it "
+                            "from images, images_per_s and watts, which change from run to run.")
     for digits in range(0, 5):
         for how, cut in (("round", round), ("truncate", lambda x, d: math.trunc(x * 10**d) / 10**d)):
             if all(math.isclose(g, cut(e, digits), abs_tol=1e-12) for g, e in zip(got, expected, strict=True)):

@@ -31,6 +31,16 @@ def _close(a: float, b: float, rel: float = 1e-4) -> bool:
     return math.isclose(a, b, rel_tol=rel, abs_tol=1e-7)
 
 
+def _none_for_some(name: str, calls: list[str], outs: list[Any], why: str) -> Feedback | None:
+    """None for every call: not written yet (:func:`returned_none`); None for some: name the calls that gave it."""
+    if all(out is None for out in outs):
+        return returned_none(name)
+    nones = [c for c, out in zip(calls, outs, strict=True) if out is None]
+    if nones:
+        return wrong(f"{nones[0]} returned None, though the others returned numbers. {why}")
+    return None
+
+
 def _callable_or_feedback(answer: Any, signature: str) -> Feedback | None:
     if (fb := not_filled(answer)) is not None:
         return fb
@@ -42,7 +52,7 @@ def _callable_or_feedback(answer: Any, signature: str) -> Feedback | None:
 
 # --------------------------------------------------------------------------- exercise 1
 SPLITS = ((256, 2, 128), (256, 8, 32), (96, 3, 32), (64, 1, 64), (1024, 16, 64), (60, 4, 15))
-UNEVEN = ((100, 3), (10, 4), (6, 4))
+UNEVEN = ((100, 3), (10, 4), (6, 4), (4, 8))  # (4, 8): more replicas than examples
 
 
 def _is_int(value: Any) -> bool:
@@ -116,6 +126,10 @@ def per_replica_batch(answer: Any) -> Feedback:
         except Exception as exc:  # noqa: BLE001
             return wrong(f"per_replica_batch({g}, {r}) raised {type(exc).__name__}. Raise ValueError (a value the "
                          "function cannot use), with a message that says why.")
+        if g < r:
+            return wrong(f"per_replica_batch({g}, {r}) returned {out!r}. With more replicas ({r}) than examples ({g}) "
+                         f"some replicas would get no example at all: {g} % {r} is not 0, so raise ValueError here "
+                         "too, not return a count.")
         return wrong(f"per_replica_batch({g}, {r}) returned {out!r}. {g} examples do not split evenly over {r} "
                      f"replicas: rounding would drop examples or give the replicas different batches. Raise "
                      f"ValueError when global_batch % replicas is not 0.")
@@ -211,7 +225,7 @@ def average_loss(answer: Any) -> Feedback:
 
 # --------------------------------------------------------------------------- exercise 3
 THROUGHPUTS = ((1000.0, 3600.0, 4), (13200.0, 18500.0, 2), (500.0, 500.0, 1), (2000.0, 1500.0, 2),
-               (100.0, 1505.0, 16), (909.0, 7000.0, 8))
+               (100.0, 1505.0, 16), (909.0, 7000.0, 8), (1000.0, 4400.0, 4))  # the last: 1.1, above 1
 
 
 def scaling_efficiency(answer: Any) -> Feedback:
@@ -225,13 +239,18 @@ def scaling_efficiency(answer: Any) -> Feedback:
     """
     if (fb := _callable_or_feedback(answer, "scaling_efficiency(samples_1, samples_n, n)")) is not None:
         return fb
-    got = []
+    outs = []
     for s1, sn, n in THROUGHPUTS:
         out, fb = call(answer, s1, sn, n, show_args=True)
         if fb is not None:
             return fb
-        if out is None:
-            return returned_none("scaling_efficiency")
+        outs.append(out)
+    calls = [f"scaling_efficiency({s1:g}, {sn:g}, {n})" for s1, sn, n in THROUGHPUTS]
+    if (fb := _none_for_some("scaling_efficiency", calls, outs, "Return a number for every input: with n = 1 the "
+                             "efficiency is samples_n / samples_1 / 1, the same formula.")) is not None:
+        return fb
+    got = []
+    for (s1, sn, n), out in zip(THROUGHPUTS, outs, strict=True):
         value = number(out)
         if value is None or not math.isfinite(value):
             return wrong(f"scaling_efficiency({s1:g}, {sn:g}, {n}) returned {out!r}. Return a number.")
@@ -256,6 +275,11 @@ def scaling_efficiency(answer: Any) -> Feedback:
                              f"{'s' if k != 1 else ''}. Return a fraction (0.9, not 90), unrounded.")
     if len(set(got)) == 1:
         return wrong(f"Your function returns {got[0]:g} whatever the throughputs. Compute it from the arguments.")
+    if all(v == min(1.0, r) for v, r in zip(got, rights, strict=True)):
+        s1, sn, n = THROUGHPUTS[-1]
+        return wrong(f"scaling_efficiency({s1:g}, {sn:g}, {n}) returned {got[-1]!r}, expected {rights[-1]!r}: you "
+                     "capped it at 1. An efficiency above 1 (superlinear: each device's share of the data now fits "
+                     "its caches, or the one-device run was slowed) is a measurement to report, not to clip.")
     for (s1, sn, n), value in zip(THROUGHPUTS, got, strict=True):
         right = sn / s1 / n
         if _close(value, right, EXACT):
@@ -282,7 +306,8 @@ def scaling_efficiency(answer: Any) -> Feedback:
 
 
 # --------------------------------------------------------------------------- exercise 4
-RINGS = ((203_530, 4, 2), (25_600_000, 2, 8), (1_000_000, 4, 4), (7_777, 2, 3), (5_000, 4, 1), (123_457, 4, 6))
+RINGS = ((203_530, 4, 2), (25_600_000, 2, 8), (1_000_000, 4, 4), (7_777, 2, 3), (5_000, 4, 1), (123_457, 4, 6),
+         (10, 4, 3))  # the last: 40 bytes in 3 chunks, where whole-byte or whole-value chunks show
 
 
 def _ring_mistakes(p: int, b: int, r: int) -> list[tuple[float, str]]:
@@ -309,6 +334,18 @@ def _ring_mistakes(p: int, b: int, r: int) -> list[tuple[float, str]]:
                          "2 (replicas - 1) steps: 2 (replicas - 1) / replicas x size."),
         (2 * (r - 1) / r * p / 1e6, "You counted gradients, not bytes: multiply by bytes_per_value."),
         (right * 1e6 / 1e3, "That is in kB (10**3 bytes). Return megabytes: divide the bytes by 10**6."),
+        (2 * (r - 1) * math.ceil(size / r) / 1e6, "You rounded each chunk up to whole bytes (ceil(size / replicas)). "
+                                                   "The formula counts the exact share, 2 (replicas - 1) / replicas x "
+                                                   "size, without rounding any chunk."),
+        (2 * (r - 1) * (size // r) / 1e6, "You cut each chunk down to whole bytes (size // replicas). The formula "
+                                          "counts the exact share, 2 (replicas - 1) / replicas x size: use / (true "
+                                          "division)."),
+        (2 * (r - 1) * math.ceil(p / r) * b / 1e6, "You rounded each chunk up to whole values (ceil(params / "
+                                                   "replicas)). The formula counts the exact share, 2 (replicas - 1) "
+                                                   "/ replicas x size, without rounding any chunk."),
+        (2 * (r - 1) * (p // r) * b / 1e6, "You cut each chunk down to whole values (params // replicas). The "
+                                           "formula counts the exact share, 2 (replicas - 1) / replicas x size: use / "
+                                           "(true division)."),
     ]
 
 
@@ -325,13 +362,18 @@ def ring_send_mb(answer: Any) -> Feedback:
     """
     if (fb := _callable_or_feedback(answer, "ring_send_mb(params, bytes_per_value, replicas)")) is not None:
         return fb
-    got = []
+    outs = []
     for p, b, r in RINGS:
         out, fb = call(answer, p, b, r, show_args=True)
         if fb is not None:
             return fb
-        if out is None:
-            return returned_none("ring_send_mb")
+        outs.append(out)
+    calls = [f"ring_send_mb({p}, {b}, {r})" for p, b, r in RINGS]
+    if (fb := _none_for_some("ring_send_mb", calls, outs, "Return a number for every input: one replica sends "
+                             "nothing, 0 MB, which the formula gives too ((replicas - 1) is 0).")) is not None:
+        return fb
+    got = []
+    for (p, b, r), out in zip(RINGS, outs, strict=True):
         value = number(out)
         if value is None or not math.isfinite(value):
             return wrong(f"ring_send_mb({p}, {b}, {r}) returned {out!r}. Return a number of megabytes.")
@@ -344,16 +386,24 @@ def ring_send_mb(answer: Any) -> Feedback:
     if len(set(got)) == 1:
         return wrong(f"Your function returns {got[0]:g} whatever the inputs. Compute it from params, bytes_per_value "
                      "and replicas.")
-    for k in range(7):
-        if all(v == round(w, k) for v, w in zip(got, rights, strict=True)):
-            return wrong(f"ring_send_mb({RINGS[0][0]}, {RINGS[0][1]}, {RINGS[0][2]}) returned {got[0]!r} where the "
-                         f"answer is {rights[0]!r}: you rounded to {k} decimal{'s' if k != 1 else ''}. Return the "
-                         "full value; round only when you print it.")
     mistakes = [_ring_mistakes(p, b, r) for p, b, r in RINGS]  # per case: [(value, hint), ...] in the same order
     hint = next((mistakes[0][k][1] for k in range(len(mistakes[0]))  # the one mistake that explains every case
-                 if all(_close(v, case[k][0], 1e-6) for v, case in zip(got, mistakes, strict=True))),
-                "Each replica sends 2 (replicas - 1) / replicas x params x bytes_per_value bytes; divide by 10**6.")
+                 if all(_close(v, case[k][0], 1e-9) for v, case in zip(got, mistakes, strict=True))), None)
+    i = next(i for i, (v, w) in enumerate(zip(got, rights, strict=True)) if not _close(v, w, EXACT))
+    (p, b, r), value, right = RINGS[i], got[i], rights[i]  # the first case that went wrong, shown in full
+    call_text = f"ring_send_mb({p}, {b}, {r}) returned {value!r} where the answer is {right!r}"
+    for k in range(7):  # 6 decimals of a MB are whole bytes
+        unit = " (whole bytes)" if k == 6 else ""
+        if hint is None and all(v == round(w, k) for v, w in zip(got, rights, strict=True)):
+            return wrong(f"{call_text}: you rounded to {k} decimal{'s' if k != 1 else ''}{unit}. Return the full "
+                         "value; round only when you print it.")
+        if hint is None and all(v == math.floor(w * 10**k) / 10**k for v, w in zip(got, rights, strict=True)):
+            return wrong(f"{call_text}: you cut it down to {k} decimal{'s' if k != 1 else ''}{unit} (int() or "
+                         "math.floor drop the rest). Return the full value; round only when you print it.")
+    if hint is not None:
+        return wrong(f"{call_text}. {hint}")
+    hint = "Each replica sends 2 (replicas - 1) / replicas x params x bytes_per_value bytes; divide by 10**6."
     for (p, b, r), value, right in zip(RINGS, got, rights, strict=True):
         if not _close(value, right, EXACT):
-            return wrong(f"ring_send_mb({p}, {b}, {r}) returned {value:.6g}, expected {right:.6g}. {hint}")
+            return wrong(f"ring_send_mb({p}, {b}, {r}) returned {value!r}, expected {right!r}. {hint}")
     return wrong("Compare your formula with 2 (replicas - 1) / replicas x params x bytes_per_value / 10**6.")

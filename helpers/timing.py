@@ -528,7 +528,7 @@ def sweep_reading(label: str, gflops: Mapping[int, float], peak: float | None,
         return (f"{label}: only n = {n} was steady ({rate:,.0f} GFLOP/s" + (f", {rate / peak:.0%} of the peak" if peak
                                                                           else "")
                 + f"), too few steady rows to read a peak (it takes {MIN_STEADY_ROWS}; "
-                + f"n = {_and([str(m) for m in left_out])} left out, spread above {limit:.0%}); rerun the cell.")
+                + f"{_and([f'n = {m}' for m in left_out])} left out, spread above {limit:.0%}); rerun the cell.")
     best_n = max(sizes, key=lambda n: steady[n])
     best, smallest, largest = steady[best_n], steady[sizes[0]], steady[sizes[-1]]
     why_out = ""

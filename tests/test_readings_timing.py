@@ -65,7 +65,7 @@ def test_sweep_reading_does_not_call_a_single_leftover_row_a_peak():
     text = timing.sweep_reading("NumPy on the CPU", rates, 395.0, spreads, 0.5)
     assert "peaks at" not in text and "too few steady rows to read a peak" in text
     assert text.startswith("NumPy on the CPU: only n = 512 was steady (3 GFLOP/s, 1% of the peak)")
-    assert "n = 128, 256, 1024 and 2048 left out" in text
+    assert "n = 128, n = 256, n = 1024 and n = 2048 left out" in text
     closing = timing.closing_note({"matmul_gflops": {"CPU": rates}, "matmul_spread": {"CPU": spreads},
                                    "peak_gflops": {"CPU": 395.0}, "noise_limit": 0.5})
     assert closing == ["Matmul on CPU (TensorFlow): only n = 512 was steady, 3 GFLOP/s, 1% of its peak 395: too few "

@@ -894,11 +894,16 @@ class Timeline:
 
 def timeline_shares(intervals: Mapping[str, Sequence[tuple[float, float]]]) -> dict[str, float]:
     """Figures of one timeline (:meth:`Timeline.intervals`): its length, the share of it spent training,
-    and the share of the training time during which some input stage ran too (the overlap prefetch buys).
+    the share of the training time during which some input stage ran too (the overlap prefetch buys),
+    and the input stages' busy time over the training time, the most that overlap can be.
+
+    A step counts as training from the moment its batch was ready (or from its start, when the batch
+    was ready before) to its end, so a pipeline that always has the next batch ready trains 100% of
+    the time by this count: no step waited, whatever else the step did.
 
     Example:
         >>> timeline_shares({"load": [(0.0, 1.0)], "wait for batch": [(0.0, 1.0)], "train step": [(1.0, 2.0)]})
-        {'window_s': 2.0, 'train_share': 0.5, 'overlap_share': 0.0}
+        {'window_s': 2.0, 'train_share': 0.5, 'overlap_share': 0.0, 'input_share': 1.0}
     """
     for key in ("wait for batch", "train step"):
         if key not in intervals:
@@ -912,7 +917,8 @@ def timeline_shares(intervals: Mapping[str, Sequence[tuple[float, float]]]) -> d
                     for iv in spans)
     trained = _length(train)
     return {"window_s": round(window, 6), "train_share": round(trained / window, 6) if window else 0.0,
-            "overlap_share": round(_intersection(train, stages) / trained, 6) if trained else 0.0}
+            "overlap_share": round(_intersection(train, stages) / trained, 6) if trained else 0.0,
+            "input_share": round(_length(stages) / trained, 6) if trained else 0.0}
 
 
 TIMELINE_ROWS = ("load", "augment", "wait for batch", "train step")

@@ -312,11 +312,26 @@ def test_read_time_accepts_right_answers_written_otherwise():
     (lambda n, k, lat, r: 1000 * model_read_time(n, k, lat, r), "milliseconds"),  # units
     (lambda n, k, lat, r: n * (lat + r), "one file after the other"),  # cycle_length ignored
     (lambda n, k, lat, r: model_read_time(n, k, lat, 0.0), "add read_s to latency_s"),  # dropped item
-    (lambda n, k, lat, r: model_read_time(n, k, lat, 0.0) + n * r, "The reading overlaps too"),
-    (lambda n, k, lat, r: round(model_read_time(n, k, lat, r), 2), "rounded"),  # rounding
+    (lambda n, k, lat, r: model_read_time(n, k, lat, 0.0) + n * r, "read_s is waiting"),  # reads one by one
+    (lambda n, k, lat, r: round(model_read_time(n, k, lat, r), 2), "rounded to 2 decimals"),  # rounding
+    (lambda n, k, lat, r: round(model_read_time(n, k, lat, r), 3), "rounded to 3 decimals"),  # passed before
+    (lambda n, k, lat, r: round(n / k) * (lat + r), "round(n_files / cycle_length) rounds to the nearest"),
+    (lambda n, k, lat, r: max(1, n // k) * (lat + r), "max(1, n_files // cycle_length) mends"),
+    (lambda n, k, lat, r: -(-n // k), "the number of rounds, not a time"),  # units: rounds, not seconds
     (lambda n, k, lat, r: 1 / 0, "raised ZeroDivisionError"),
 ])
 def test_read_time_refuses_plausible_mistakes_with_the_right_hint(answer, hint):
     fb = check.read_time(answer)
     assert not fb.ok
     assert hint in fb.message, fb.message
+
+
+def test_read_time_hints_agree_with_the_page():
+    """The page says the waits overlap and the CPU work of reading is left to share the cores: the exercise
+    counts read_s as waiting (so it overlaps too) and says the rounds model holds for equal shards only."""
+    fb = check.read_time(lambda n, k, lat, r: model_read_time(n, k, lat, 0.0) + n * r)
+    assert "The reading overlaps too" not in fb.message and "CPU work" in fb.message, fb.message
+    ok = check.read_time(model_read_time)
+    assert "equal shards" in ok.message and "as soon as any open one is finished" in ok.message, ok.message
+    assert (7, 3, 0.0123, 0.00045) in check.SHARD_CASES
+

@@ -239,6 +239,8 @@ def test_timeline_waits_until_the_batch_is_ready_then_trains():
     assert figures["window_s"] == pytest.approx(1.5)
     assert figures["train_share"] == pytest.approx(1.2 / 1.5)
     assert figures["overlap_share"] == pytest.approx(0.4 / 1.2, rel=1e-5)  # load ran 0.5-0.9 s, inside the training
+    assert figures["input_share"] == pytest.approx(0.7 / 1.2, rel=1e-5)  # load busy 0.3 + 0.4 s: the most overlap
+    assert figures["overlap_share"] <= figures["input_share"]
     with pytest.raises(ValueError, match="steps="):
         t.intervals(steps=4)
     t.batches = t.batches[:2]
@@ -312,3 +314,13 @@ def test_thread_names_groups_this_process_threads():
         assert sum(names.values()) >= 1
     else:
         assert names == {}
+
+
+def test_timeline_shares_counts_a_step_whose_batch_was_ready_as_training_throughout():
+    """A prefetched batch ready before its step: the whole step counts as training (100%), by construction;
+    the overlap is bounded by the input stages' busy time (a tiny augment can overlap only a little)."""
+    spans = {"augment": [(0.10, 0.11)], "wait for batch": [], "train step": [(0.0, 0.5), (0.5, 1.0)]}
+    figures = pipelines.timeline_shares(spans)
+    assert figures["train_share"] == 1.0
+    assert figures["overlap_share"] == pytest.approx(0.01) == figures["input_share"]
+

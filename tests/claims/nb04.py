@@ -154,7 +154,8 @@ def at_scale(run) -> None:
     per image. The naive
     timeline has no prefetch, so its input stages run inside the step's wait and never during
     training; the tuned one prefetches, so the next batch is made while the model trains (on a GPU
-    too: the step ends when `.numpy()` has the loss). The trace's host threads always include
+    too: the step ends when `.numpy()` has the loss). The overlap is part of the input stages' busy
+    time, so it never exceeds it (`input_share`), on any device. The trace's host threads always include
     tf.data's pool and the inter-op pool `tf_Compute`.
     """
     r = run.results
@@ -181,7 +182,12 @@ def at_scale(run) -> None:
     assert naive["overlap_share"] == 0, f"the naive pipeline cannot prepare input while it trains: {naive}"
     assert tuned["overlap_share"] > 0, f"prefetch should make the next batch during training: {tuned}"
     assert 0 < naive["train_share"] < tuned["train_share"] <= 1, timeline
-    assert re.search(r"^naive: \d+ steps in [\d,]+ ms; the model trained \d+% of that time", text, re.M)
+    for name, figures in timeline.items():
+        assert figures["overlap_share"] <= figures["input_share"] + 1e-6, f"overlap beyond the input's busy: {name}"
+        cost = r"(?:\d+% longer than|at most 10% longer than)"  # the page's SLOWER rule, both ways
+        assert re.search(rf"^{name}: \d+ steps in [\d,]+ ms, [\d.]+ ms a step, {cost}", text, re.M), name
+    assert re.search(r"; the model trained \d+% of that time, and an input stage ran during \d+% of its training "
+                     r"time, of at most \d+% \(the input stages' busy time", text)
 
     pools = r["host_threads"]
     assert "tf_Compute" in pools and any(name.startswith("tf_data") for name in pools), pools

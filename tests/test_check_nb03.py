@@ -627,6 +627,13 @@ def test_payoff_names_the_order_and_the_tie(answer, hint):
     assert "int(x) + 1" not in fb.message, fb.message  # not blamed on rounding
 
 
+def test_payoff_names_both_causes_when_their_answers_are_the_same():
+    # A loop waiting for XLA to be strictly ahead, after a right first-call test, gives int(x) + 2's answers on every
+    # case: the hint names both, not only the rounding.
+    fb = check.payoff(_guarded(_strictly_ahead_loop))
+    assert not fb.ok and "strictly ahead (<) stops a step late" in fb.message and "int(x) + 1" in fb.message
+
+
 def test_payoff_accepts_a_whole_float_as_the_page_says():
     fb = check.payoff(lambda *t: None if model_payoff(*t) is None else float(model_payoff(*t)))
     assert fb.ok, fb.message
@@ -659,7 +666,7 @@ def test_payoff_names_the_mistake_actually_made(answer, hint):
 
 def test_payoff_refuses_a_constant_and_a_number():
     assert "a number alone cannot pass" in check.payoff(4).message
-    fb = check.payoff(lambda *times: 4)  # right on the notebook's printed example only
+    fb = check.payoff(lambda *times: 4)  # a constant: right on none of the cases
     assert not fb.ok and "expected 1,907" not in fb.message and "expected 1907" in fb.message, fb.message
 
 

@@ -669,13 +669,16 @@ def json_lines(text: str) -> list[dict[str, Any]]:
 
 
 def survivors_reading(exit_codes: Sequence[int | None], seconds: Sequence[float | None], lost: int, bound: float,
-                      code: int = PEER_LOST_EXIT, lost_how: str = "was killed") -> str:
+                      code: int = PEER_LOST_EXIT, lost_how: str = "was killed", lost_alive: bool = False) -> str:
     """Sentences that read how each survivor of a lost worker ended, from its exit code and its time.
 
     `seconds[i]` is the time from the loss to worker `i`'s end (:meth:`LocalCluster.seconds_since`).
     The rule, stated in the sentence: a survivor *exited by itself* when its exit code is `code` (the
     worker script's "lost the cluster" code) and it ended within `bound` seconds of the loss, as
     printed (0.1 s). Exit code -9 is the SIGKILL of the notebook's bounded wait: that survivor hung.
+    `lost_alive`: the lost worker hung rather than died. Then even survivors that exit do not bring
+    the job back on Kubernetes (the replacement waits for the hung worker), and the sentence says so,
+    and what SLURM's ``srun --kill-on-bad-exit=1`` does instead.
 
     Example:
         >>> print(survivors_reading([75, -9], [1.23, 0.0], lost=1, bound=40))
@@ -714,6 +717,13 @@ its pod fails and the Job replaces it.
         verdict = ("on Kubernetes its pod fails and the Job replaces it" if by_itself == len(survivors) == 1 else
                    "on Kubernetes their pods fail and the Job replaces them" if by_itself == len(survivors) else
                    "a pod whose worker does not exit never fails, and is never replaced")
+        if lost_alive and by_itself == len(survivors):
+            verdict += (f", but worker {lost} still runs and never exits: the new "
+                        f"worker{'s wait' if len(survivors) > 1 else ' waits'} for it to join, so on Kubernetes the "
+                        "job makes no progress until activeDeadlineSeconds (or backoffLimit, if a waiting worker "
+                        "gives up and fails again) ends it. Under SLURM, srun --kill-on-bad-exit=1 ends the whole "
+                        f"step, worker {lost} included, as soon as a survivor exits with code {code}, and the batch "
+                        "script requeues the job")
         parts.append(f'Rule: a survivor exits by itself when it ends with code {code} (the script\'s "lost the '
                      f'cluster") within {bound:g} s; so {by_itself} of {len(survivors)} did: {verdict}.')
     return " ".join(parts)

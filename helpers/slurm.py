@@ -34,6 +34,16 @@ from typing import Any
 
 _TIME = re.compile(r"(\d+-)?\d{1,2}:\d{2}:\d{2}|\d+")  # SLURM's forms: minutes, [days-]hours:minutes:seconds
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_MEMORY = re.compile(r"[1-9]\d*[KMGT]")
+
+
+def _seconds(time_limit: str) -> int:
+    """Seconds in a --time value of the forms _TIME accepts: minutes, or [days-]hours:minutes:seconds."""
+    if ":" not in time_limit:
+        return int(time_limit) * 60
+    days, _, clock = time_limit.rpartition("-")
+    hours, minutes, seconds = (int(p) for p in clock.split(":"))
+    return (int(days) if days else 0) * 86400 + hours * 3600 + minutes * 60 + seconds
 
 
 def _positive(name: str, value: Any, low: int = 1) -> int:
@@ -43,8 +53,9 @@ def _positive(name: str, value: Any, low: int = 1) -> int:
 
 
 def sbatch_script(job_name: str, n_workers: int, command: Sequence[str], *, gpus_per_task: int = 0,
-                  tasks_per_node: int = 1, cpus_per_task: int = 1, time_limit: str = "01:00:00",
-                  log_dir: str = "logs", max_restarts: int = 3, partition: str | None = None) -> str:
+                  tasks_per_node: int = 1, cpus_per_task: int = 4, mem_per_cpu: str = "4G",
+                  time_limit: str = "01:00:00", requeue_before: int = 300, log_dir: str = "logs",
+                  max_restarts: int = 3, partition: str | None = None) -> str:
     """The ``sbatch`` script that runs `command` as `n_workers` tasks, one per worker, and requeues on failure.
 
     Args:
@@ -55,8 +66,14 @@ def sbatch_script(job_name: str, n_workers: int, command: Sequence[str], *, gpus
             ``CUDA_VISIBLE_DEVICES`` in each task; the script never sets it.
         tasks_per_node: workers on one node (``--ntasks-per-node``); the nodes asked are
             ``ceil(n_workers / tasks_per_node)``.
-        cpus_per_task: CPU cores for each task (``--cpus-per-task``).
+        cpus_per_task: CPU cores for each task (``--cpus-per-task``); 4, as notebook 08's Kubernetes pods.
+        mem_per_cpu: memory per CPU core (``--mem-per-cpu``), a number with ``K``, ``M``, ``G`` or ``T``;
+            ``4G`` x 4 cores is the 16 GiB a pod of notebook 08 asks for. Without it a job gets the
+            partition's default, often a small share of the node.
         time_limit: minutes, or ``[days-]hours:minutes:seconds`` (``--time``).
+        requeue_before: seconds before the time limit at which SLURM signals the script
+            (``--signal=B:USR1@<s>``), whose trap requeues the job: without it, reaching ``--time``
+            ends the job as TIMEOUT, and nothing requeues it. Leave a checkpoint's time and more.
         log_dir: folder (relative to where ``sbatch`` runs, which must exist) of the logs: ``<job>-<id>.out``
             for the script, ``<job>-<id>-run<R>-task<T>.out`` for each task of each run.
         max_restarts: how many times a failed step requeues the job (0: never).
@@ -66,6 +83,8 @@ def sbatch_script(job_name: str, n_workers: int, command: Sequence[str], *, gpus
         >>> script = sbatch_script("tf-train", 2, ["python", "worker.py"], gpus_per_task=1)
         >>> [line for line in script.splitlines() if "--ntasks" in line or "--gpus" in line]
         ['#SBATCH --ntasks=2', '#SBATCH --ntasks-per-node=1', '#SBATCH --gpus-per-task=1']
+        >>> [line for line in script.splitlines() if line.startswith(("#SBATCH --c", "#SBATCH --m", "#SBATCH --s"))]
+        ['#SBATCH --cpus-per-task=4', '#SBATCH --mem-per-cpu=4G', '#SBATCH --signal=B:USR1@300']
         >>> "CUDA_VISIBLE_DEVICES=" in script  # SLURM's binding is kept
         False
     """
@@ -81,6 +100,12 @@ def sbatch_script(job_name: str, n_workers: int, command: Sequence[str], *, gpus
         raise ValueError(f"tasks_per_node={tasks_per_node!r}: use an integer from 1 to n_workers={n_workers}.")
     if not isinstance(time_limit, str) or not _TIME.fullmatch(time_limit):
         raise ValueError(f"time_limit={time_limit!r}: use minutes ('90') or [days-]hours:minutes:seconds ('01:30:00').")
+    if not isinstance(mem_per_cpu, str) or not _MEMORY.fullmatch(mem_per_cpu):
+        raise ValueError(f"mem_per_cpu={mem_per_cpu!r}: use a whole number with K, M, G or T, such as '4G'.")
+    limit_s = _seconds(time_limit)
+    if _positive("requeue_before", requeue_before) >= limit_s:
+        raise ValueError(f"requeue_before={requeue_before!r}: use whole seconds from 1 to less than "
+                         f"time_limit={time_limit!r} ({limit_s} s).")
     if not isinstance(log_dir, str) or not log_dir or any(c.isspace() or c == "%" for c in log_dir):
         raise ValueError(f"log_dir={log_dir!r}: use a non-empty folder name without spaces or '%'.")
     if partition is not None and (not isinstance(partition, str) or not _NAME.fullmatch(partition)):
@@ -88,23 +113,33 @@ def sbatch_script(job_name: str, n_workers: int, command: Sequence[str], *, gpus
     nodes = -(-n_workers // tasks_per_node)
     lines = ["#!/bin/bash", f"#SBATCH --job-name={job_name}", f"#SBATCH --nodes={nodes}",
              f"#SBATCH --ntasks={n_workers}", f"#SBATCH --ntasks-per-node={tasks_per_node}",
-             f"#SBATCH --cpus-per-task={cpus_per_task}"]
-    if gpus_per_task:
-        lines.append(f"#SBATCH --gpus-per-task={gpus_per_task}")  # binds them: each task sees its own
+             f"#SBATCH --cpus-per-task={cpus_per_task}", f"#SBATCH --mem-per-cpu={mem_per_cpu}"]
+    if gpus_per_task:  # binds them: each task sees its own; needs select/cons_tres (cons_res: --gres=gpu:N per node)
+        lines.append(f"#SBATCH --gpus-per-task={gpus_per_task}")
     if partition:
         lines.append(f"#SBATCH --partition={partition}")
     lines += [f"#SBATCH --time={time_limit}",
+              f"#SBATCH --signal=B:USR1@{requeue_before}",
               "#SBATCH --requeue",
               "#SBATCH --open-mode=append",
               f"#SBATCH --output={log_dir}/%x-%j.out",
               "# --requeue: the job may go back to the queue (node failure, preemption, scontrol requeue below);",
               "# --open-mode=append: each run adds to the script's log.",
+              f"# --signal=B:USR1@{requeue_before}: USR1 to this script {requeue_before} s before --time ends the job.",
               "",
               "# SLURM sets CUDA_VISIBLE_DEVICES in each task to the GPUs it bound to that task: never overwrite it.",
               "run=${SLURM_RESTART_COUNT:-0}  # 0 on the first run, +1 on each requeue",
               'echo "job $SLURM_JOB_ID, run $run, nodes $SLURM_JOB_NODELIST"',
-              "# one task per worker; a task that dies ends the step (no worker waits for a lost peer)",
-              f"srun --kill-on-bad-exit=1 --output={log_dir}/%x-%j-run$run-task%t.out {shlex.join(command)}",
+              "requeue_at_time_limit() {",
+              '    echo "time limit near: requeue, the next run resumes from the last checkpoint"',
+              "    scontrol requeue $SLURM_JOB_ID",
+              "    exit 0",
+              "}",
+              "trap requeue_at_time_limit USR1",
+              "# one task per worker; a task that dies ends the step (no worker waits for a lost peer).",
+              "# In the background, then wait: bash runs a trap only between commands, and wait is one.",
+              f"srun --kill-on-bad-exit=1 --output={log_dir}/%x-%j-run$run-task%t.out {shlex.join(command)} &",
+              "wait $!",
               "status=$?",
               f"if [ $status -ne 0 ] && [ $run -lt {max_restarts} ]; then",
               '    echo "step failed (exit $status): requeue, the next run resumes from the last checkpoint"',

@@ -43,7 +43,8 @@ def test_resume_epoch_written_other_ways_passes():
     (lambda s, k: k, "not finished"),
     (lambda s, k: (k - 1) // s, "multiply by save_every"),
     (lambda s, k: -(-(k - 1) // s) * s, "Round down"),
-    (lambda s, k: (k - 2) // s * s, "never fewer"),
+    (lambda s, k: (k - 2) // s * s, "resume_epoch(1, 1) gave -1: a job killed before its first save"),
+    (lambda s, k: (k - 1) - (k % s), "You take away killed_at % save_every"),  # was blamed on negative epochs
     (lambda s, k: 1 / 0, "raised ZeroDivisionError"),
     (lambda s, k: "two", "whole number"),
     (lambda s, k: (k - 1) / s * s, "`/` is true division: (killed_at - 1) / save_every * save_every gives"),
@@ -76,6 +77,21 @@ def test_pod_tf_config_model_answer_passes_as_dict_or_json():
     fb = check.pod_tf_config(model_pod_tf_config)
     assert fb.ok, fb.message
     assert check.pod_tf_config(lambda *a: json.dumps(model_pod_tf_config(*a))).ok
+
+
+def test_pod_tf_config_accepts_the_optional_environment_key_and_refuses_others():
+    def with_environment(job, service, n_workers, index, port):
+        hosts = [f"{job}-{i}.{service}:{port}" for i in range(n_workers)]
+        return {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": index}, "environment": "cloud"}
+
+    assert check.pod_tf_config(with_environment).ok
+
+    def with_hosts_too(job, service, n_workers, index, port):
+        out = with_environment(job, service, n_workers, index, port)
+        return {**out, "hosts": out["cluster"]["worker"]}
+
+    fb = check.pod_tf_config(with_hosts_too)
+    assert not fb.ok and "'environment' and 'rpc_layer' may be added, nothing else" in fb.message, fb.message
 
 
 def test_pod_tf_config_written_other_ways_passes():
@@ -204,6 +220,91 @@ def _declared_ones(docs):
     declared = {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"}
     return sorted(declared & {v["persistentVolumeClaim"]["claimName"] for d in docs for p in _pods(d)
                               for v in p.get("volumes", []) if "persistentVolumeClaim" in v})
+
+
+def _claims_of(pods, declared):
+    return sorted({v["persistentVolumeClaim"]["claimName"] for p in pods for v in p.get("volumes", [])
+                   if "persistentVolumeClaim" in v} - set(declared))
+
+
+def _declared_all(docs):
+    return {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"}
+
+
+def _worker_only(docs):  # reads tfReplicaSpecs["Worker"] only
+    pods = [d["spec"]["template"]["spec"] for d in docs if d["kind"] == "Job"]
+    pods += [d["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"] for d in docs if d["kind"] == "TFJob"]
+    return _claims_of(pods, _declared_all(docs))
+
+
+def _first_type_only(docs):  # the first replica type of each TFJob
+    pods = [d["spec"]["template"]["spec"] for d in docs if d["kind"] == "Job"]
+    pods += [next(iter(d["spec"]["tfReplicaSpecs"].values()))["template"]["spec"] for d in docs if d["kind"] == "TFJob"]
+    return _claims_of(pods, _declared_all(docs))
+
+
+def _first_claim_next(docs):  # the first PersistentVolumeClaim taken as the only one declared
+    first = next((d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"), None)
+    return _claims_of([p for d in docs for p in _pods(d)], [first])
+
+
+def _first_claim_next_bare(docs):  # the same with next(...) and no default: StopIteration on a file without claims
+    first = next(d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim")
+    return _claims_of([p for d in docs for p in _pods(d)], [first])
+
+
+def _first_doc(docs):  # docs[0] taken as the declared claim
+    return _claims_of([p for d in docs for p in _pods(d)], [docs[0]["metadata"]["name"]])
+
+
+def _everything_else_is_a_job(docs):  # every document but claims and TFJobs read as a Job: a Service has no template
+    pods = [d["spec"]["template"]["spec"] for d in docs if d["kind"] not in ("PersistentVolumeClaim", "TFJob")]
+    pods += [r["template"]["spec"] for d in docs if d["kind"] == "TFJob" for r in d["spec"]["tfReplicaSpecs"].values()]
+    return _claims_of(pods, _declared_all(docs))
+
+
+def _prefix_match(docs):  # a claim counts as declared when a declared name starts with it
+    declared = _declared_all(docs)
+    mounted = _claims_of([p for d in docs for p in _pods(d)], [])
+    return [c for c in mounted if not any(d.startswith(c) for d in declared)]
+
+
+def _prefix_match_other_way(docs):  # ... or when it starts with a declared name
+    declared = _declared_all(docs)
+    mounted = _claims_of([p for d in docs for p in _pods(d)], [])
+    return [c for c in mounted if not any(c.startswith(d) for d in declared)]
+
+
+def _volumes_without_get(docs):  # pod["volumes"]: a pod that mounts nothing may have no such key
+    pods = [p for d in docs for p in _pods(d)]
+    return sorted({v["persistentVolumeClaim"]["claimName"] for p in pods for v in p["volumes"]
+                   if "persistentVolumeClaim" in v} - _declared_all(docs))
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (_worker_only, "You read tfReplicaSpecs['Worker'] only"),
+    (_first_type_only, "the first replica type of a TFJob only"),
+    (_first_claim_next, "You took the first PersistentVolumeClaim as the only one declared"),
+    (_first_doc, "You took the first PersistentVolumeClaim as the only one declared"),
+    (_first_claim_next_bare, "next(...) found no PersistentVolumeClaim"),
+    (_everything_else_is_a_job, "a Service (like any other kind) has no spec.template"),
+    (_prefix_match, "Your names match by their beginning"),
+    (_prefix_match_other_way, "Your names match by their beginning"),
+    (_volumes_without_get, "pod.get('volumes', [])"),
+])
+def test_dangling_claims_names_each_reading_mistake(answer, hint):
+    """Each of these passes the first files; the files with two claims, a chief, a Service, a pod without
+    volumes and names that start alike refuse it, with a hint naming what it did."""
+    fb = check.dangling_claims(answer)
+    assert not fb.ok
+    assert hint in fb.message, fb.message
+
+
+def test_dangling_claims_files_cover_services_chiefs_and_pods_without_volumes():
+    kinds = {d["kind"] for _, docs, _ in check.FILES for d in docs}
+    assert "Service" in kinds
+    assert any("volumes" not in d["spec"]["template"]["spec"] for _, docs, _ in check.FILES for d in docs
+               if d["kind"] == "Job")
 
 
 @pytest.mark.parametrize("answer, hint", [

@@ -374,7 +374,7 @@ def test_the_worker_script_in_the_notebook_is_the_one_the_dockerfile_runs():
 
     nb = nbformat.read(cluster.ROOT / "notebooks" / "08_gpu_clusters.ipynb", as_version=4)
     parts = [c.source for c in nb.cells if c.cell_type == "code" and "{scratch}/worker.py" in c.source.split("\n")[0]]
-    assert parts[0].startswith('%%writefile "{scratch}/worker.py"') and len(parts) == 5
+    assert parts[0].startswith('%%writefile "{scratch}/worker.py"') and len(parts) == 6
     assert all(p.startswith('%%writefile -a "{scratch}/worker.py"') for p in parts[1:])
     script = "\n".join(p.split("\n", 1)[1] for p in parts)
     compile(script, "worker.py", "exec")

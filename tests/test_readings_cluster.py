@@ -173,6 +173,22 @@ def test_survivors_reading_counts_a_survivor_as_exiting_by_itself_only_by_its_st
             assert shown in text
     assert f"so {by_itself} of {n - 1} did" in text and f"within {bound:g} s" in text
     assert ("never fails, and is never replaced" in text) == (by_itself < n - 1)
+    assert "still runs and never exits" not in text  # a worker that was killed is not alive
+
+
+@given(data=st.data(), n=st.integers(2, 6), bound=st.floats(min_value=0.5, max_value=120))
+def test_survivors_reading_of_a_hung_peer_never_promises_recovery_on_kubernetes(data, n, bound):
+    """lost_alive: survivors that exit do not bring the job back on Kubernetes; SLURM's kill-on-bad-exit does."""
+    exit_codes = data.draw(st.lists(codes, min_size=n, max_size=n))
+    seconds = data.draw(st.lists(times, min_size=n, max_size=n))
+    lost = data.draw(st.integers(0, n - 1))
+    text = cluster.survivors_reading(exit_codes, seconds, lost, bound, lost_how="hung", lost_alive=True)
+    all_exited = all(exit_codes[i] == 75 and seconds[i] is not None and round(seconds[i], 1) <= bound
+                     for i in range(n) if i != lost)
+    assert (f"worker {lost} still runs and never exits" in text) == all_exited
+    assert ("makes no progress until activeDeadlineSeconds" in text) == all_exited
+    assert ("srun --kill-on-bad-exit=1 ends the whole step" in text) == all_exited
+    assert ("never fails, and is never replaced" in text) == (not all_exited)
 
 
 @pytest.mark.parametrize("args, match", [
@@ -191,3 +207,6 @@ def test_survivors_reading_of_a_hang():
     assert text.startswith("Worker 2 hung halfway through epoch 1. "
                            "Worker 0 exited by itself with code 75, 3.0 s later.")
     assert "so 2 of 2 did: on Kubernetes their pods fail and the Job replaces them." in text
+    hung = cluster.survivors_reading([75, 75, -9], [3.04, 3.1, 0.0], 2, 8, lost_how="hung", lost_alive=True)
+    assert ("the Job replaces them, but worker 2 still runs and never exits: the new workers wait for it to join, "
+            "so on Kubernetes the job makes no progress until activeDeadlineSeconds") in hung

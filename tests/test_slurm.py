@@ -5,12 +5,15 @@ The real run (daemons, a job, a killed task, a requeue) is tests/test_slurm_job.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from helpers import slurm
@@ -50,7 +53,7 @@ def test_srun_kills_the_step_on_a_bad_exit_and_never_sets_cuda_visible_devices()
     text = script(gpus_per_task=2, command=["python", "/home/me/ML course/worker.py", "--epochs", "30"])
     srun = [line for line in text.splitlines() if line.startswith("srun ")]
     assert len(srun) == 1 and "--kill-on-bad-exit=1" in srun[0] and "-run$run-task%t.out" in srun[0]
-    assert srun[0].endswith("python '/home/me/ML course/worker.py' --epochs 30")  # a path with a space, quoted
+    assert srun[0].endswith("python '/home/me/ML course/worker.py' --epochs 30 &")  # a path with a space, quoted
     assert "CUDA_VISIBLE_DEVICES=" not in text and "export CUDA" not in text
 
 
@@ -89,7 +92,10 @@ def test_the_script_is_valid_bash():
     ({"command": []}, "command"), ({"gpus_per_task": -1}, "gpus_per_task"), ({"tasks_per_node": 3}, "tasks_per_node"),
     ({"tasks_per_node": 0}, "tasks_per_node"), ({"cpus_per_task": 0}, "cpus_per_task"),
     ({"time_limit": "1h"}, "time_limit"), ({"time_limit": 60}, "time_limit"), ({"log_dir": "my logs"}, "log_dir"),
-    ({"log_dir": "logs/%j"}, "log_dir"), ({"max_restarts": -1}, "max_restarts"), ({"partition": "a b"}, "partition"),
+    ({"log_dir": "logs/%j"}, "log_dir"), ({"mem_per_cpu": "4GB"}, "mem_per_cpu"), ({"mem_per_cpu": 4}, "mem_per_cpu"),
+    ({"mem_per_cpu": "4"}, "mem_per_cpu"), ({"requeue_before": 0}, "requeue_before"),
+    ({"requeue_before": 300, "time_limit": "5"}, "requeue_before"), ({"requeue_before": 30.0}, "requeue_before"),
+    ({"max_restarts": -1}, "max_restarts"), ({"partition": "a b"}, "partition"),
 ])
 def test_bad_arguments_name_the_parameter(kwargs, name):
     with pytest.raises(ValueError, match=rf"^{name}="):
@@ -98,7 +104,45 @@ def test_bad_arguments_name_the_parameter(kwargs, name):
 
 def test_time_limits_in_slurms_forms():
     for limit in ("90", "01:30:00", "2-00:00:00", "0:05:00"):
-        assert f"#SBATCH --time={limit}" in script(time_limit=limit)
+        assert f"#SBATCH --time={limit}" in script(time_limit=limit, requeue_before=60)
+
+
+def test_cpus_and_memory_match_the_kubernetes_pods_and_the_time_limit_is_signalled():
+    """4 cores x 4G per core: the 16Gi and 4 CPUs notebook 08's pods request; USR1 300 s before --time."""
+    found = directives(script())
+    assert (found["cpus-per-task"], found["mem-per-cpu"], found["signal"]) == ("4", "4G", "B:USR1@300")
+    assert directives(script(cpus_per_task=1, mem_per_cpu="500M", requeue_before=120))["signal"] == "B:USR1@120"
+
+
+@pytest.mark.skipif(BASH is None, reason="bash is needed to run the batch script")
+def test_usr1_near_the_time_limit_requeues_the_job_while_the_step_runs(tmp_path):
+    """--signal=B:USR1 reaches the script while srun runs (in the background, under wait): the trap requeues."""
+    import signal
+    import time
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in (("srun", f'echo "srun $*" >> "{tmp_path}/calls"\nexec sleep 29.5'),
+                       ("scontrol", f'echo "scontrol $*" >> "{tmp_path}/calls"')):
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    (tmp_path / "job.sbatch").write_text(script(max_restarts=0))
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_ID": "42"}
+    out_file = (tmp_path / "out").open("w")  # a file: the fake srun's sleep keeps a pipe open after the script ends
+    job = subprocess.Popen([BASH, "job.sbatch"], cwd=tmp_path, env=env, stdout=out_file)
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "calls").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    job.send_signal(signal.SIGUSR1)
+    job.wait(timeout=10)  # well before srun's 29.5 s: the trap did not wait for the step
+    out = (tmp_path / "out").read_text()
+    assert job.returncode == 0 and "time limit near: requeue" in out, out
+    assert (tmp_path / "calls").read_text().splitlines()[1:] == ["scontrol requeue 42"]
+    for process in psutil.process_iter(["cmdline"]):  # the fake srun's sleep, left behind by the script
+        if process.info["cmdline"] == ["sleep", "29.5"]:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
 
 
 SLURM_VARS = ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE")
@@ -205,3 +249,43 @@ def test_cluster_config_runs_as_root_without_cgroups_and_allows_requeue(monkeypa
     assert config["StateSaveLocation"].startswith(str(tmp_path))
     with pytest.raises(ValueError, match="^requeue_delay="):
         slurm_cluster.SlurmCluster(requeue_delay=0)
+
+
+def notebook_worker_head() -> str:
+    """Notebook 08's worker.py up to its TF_CONFIG (its first two %%writefile cells), as the page writes it."""
+    import json
+
+    cells = json.loads((REPO / "notebooks" / "08_gpu_clusters.ipynb").read_text())["cells"]
+    parts = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"
+             and "".join(c["source"]).startswith("%%writefile") and "worker.py" in "".join(c["source"]).split("\n")[0]]
+    return "\n".join(p.split("\n", 1)[1] for p in parts[:2])
+
+
+def test_the_notebooks_worker_builds_tf_config_itself_in_a_slurm_task(tmp_path):
+    """The page's worker.py, started by srun (no TF_CONFIG, no helpers beside it), finds its place with
+    TensorFlow's SlurmClusterResolver, on ports from the job's id, and keeps SLURM's CUDA_VISIBLE_DEVICES."""
+    worker = tmp_path / "worker.py"
+    worker.write_text(notebook_worker_head() + "\nprint('ME', me, os.environ['TF_CONFIG'])\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "TF_CONFIG", "JOB_COMPLETION"))}
+    env.update({"SLURM_PROCID": "3", "SLURM_STEP_NUM_TASKS": "4", "SLURM_STEP_NODELIST": "gpu[07-08]",
+                "SLURM_STEP_TASKS_PER_NODE": "2(x2)", "SLURM_JOB_ID": "123457", "CUDA_VISIBLE_DEVICES": "5",
+                "PYTHONPATH": "", "TF_CPP_MIN_LOG_LEVEL": "3"})
+    done = subprocess.run([sys.executable, str(worker), "--data", "x.npz", "--checkpoints", "c"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    port = 15000 + 123457 % 5000 * 10  # 39570: this job's first port on every node
+    assert "slurm task 3: TF_CONFIG" in done.stdout and "CUDA_VISIBLE_DEVICES 5" in done.stdout, done.stdout
+    expected = {"cluster": {"worker": [f"gpu07:{port}", f"gpu07:{port + 1}", f"gpu08:{port}", f"gpu08:{port + 1}"]},
+                "task": {"type": "worker", "index": 3}}
+    line = next(x for x in done.stdout.splitlines() if x.startswith("ME "))
+    assert line == f"ME 3 {json.dumps(expected)}", done.stdout
+    task = {k: env[k] for k in SLURM_VARS}
+    assert expected == slurm.tf_config_from_slurm(port_base=port, environ=task)
+
+
+def test_ports_from_the_job_id_differ_for_jobs_that_share_a_node():
+    """Each job gets 10 ports from 15000 + (id mod 5000) * 10: jobs whose ids differ by less than 5000 never overlap."""
+    head = notebook_worker_head()
+    assert "port_base = 15000 + int(os.environ[\"SLURM_JOB_ID\"]) % 5000 * 10" in head
+    bases = {job: 15000 + job % 5000 * 10 for job in range(100, 5100)}
+    assert len(set(bases.values())) == 5000 and max(bases.values()) + 9 <= 65535

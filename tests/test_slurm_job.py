@@ -8,13 +8,15 @@ reason: not root, no SLURM programs, or not selected with ``-m slurm``.
 What happens, and what SLURM 22.05 does at each point:
 
 1. ``helpers.slurm.sbatch_script`` writes the batch script: 2 tasks on the node, ``--requeue``,
-   ``srun --kill-on-bad-exit=1 python worker.py ...``. The worker is notebook 08's script, read from its
-   ``%%writefile`` cells, after a prelude that sets ``TF_CONFIG`` with ``helpers.slurm.set_tf_config_from_slurm``
-   (TensorFlow's ``SlurmClusterResolver``) and prints ``CUDA_VISIBLE_DEVICES`` before and after it.
-2. Task 1 pauses halfway through epoch 2 (the notebook's ``PAUSE_AT_EPOCH``, set by the prelude on the
-   first run only), once epoch 1's checkpoint is on the shared disk. The test then kills, with SIGKILL,
-   either that one task, by the process id ``scontrol listpids <job>.0`` gives for global task 1 (as when
-   one node's process crashes; scancel has no option for one task), or the whole step with
+   ``srun --kill-on-bad-exit=1 python worker.py ...``. The worker is notebook 08's script exactly as its
+   ``%%writefile`` cells write it, with nothing before it and no ``helpers`` beside it: it builds its own
+   ``TF_CONFIG`` with TensorFlow's ``SlurmClusterResolver``, on ports from the job's id, and prints the
+   ``CUDA_VISIBLE_DEVICES`` it kept.
+2. Task 1 pauses halfway through epoch 2 (the notebook's ``PAUSE_AT_EPOCH``, set for task 1 of the first
+   run only by a ``bash -c`` wrapper around the command), once epoch 1's checkpoint is on the shared disk.
+   The test then kills, with SIGKILL, either that one task, by the process id ``scontrol listpids <job>.0``
+   gives for global task 1 (as when one node's process crashes; scancel has no option for one task), or the
+   whole step with
    ``scancel --signal=KILL <job>.0``, which signals every task of the step.
 3. ``--kill-on-bad-exit=1``: when one task died, srun ends the step's other task; srun exits non-zero.
 4. SLURM does not requeue a job whose script fails, ``--requeue`` or not (that is for node failures and
@@ -31,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import sys
 import time
@@ -47,18 +50,6 @@ from helpers import slurm  # noqa: E402
 
 NOTEBOOK = REPO / "notebooks" / "08_gpu_clusters.ipynb"
 EPOCHS, STEPS, KILL_EPOCH = 3, 20, 2
-PRELUDE = '''import json, os, sys
-sys.path.insert(0, {repo!r})
-from helpers.slurm import set_tf_config_from_slurm
-
-before = os.environ.get("CUDA_VISIBLE_DEVICES")
-config = set_tf_config_from_slurm(port_base=int(os.environ["COURSE_PORT_BASE"]))
-print(f"slurm task {{os.environ['SLURM_PROCID']}}: CUDA_VISIBLE_DEVICES {{before}} -> "
-      f"{{os.environ.get('CUDA_VISIBLE_DEVICES')}}, TF_CONFIG {{json.dumps(config)}}", flush=True)
-if os.environ["SLURM_PROCID"] == "1" and os.environ.get("SLURM_RESTART_COUNT", "0") == "0":
-    os.environ["PAUSE_AT_EPOCH"] = "{kill_epoch}"  # the test kills this task while it waits
-'''
-
 pytestmark = [pytest.mark.slurm,
               pytest.mark.skipif(bool(slurm_cluster.why_not()), reason=slurm_cluster.why_not() or "ready")]
 
@@ -105,14 +96,15 @@ def test_killed_task_ends_the_step_and_the_requeued_job_resumes_from_the_checkpo
     job_dir = tmp_path / "job"
     (job_dir / "logs").mkdir(parents=True)
     checkpoints = job_dir / "checkpoints"
-    (job_dir / "worker.py").write_text(PRELUDE.format(repo=str(REPO), kill_epoch=KILL_EPOCH) + worker_script())
-    command = [sys.executable, "worker.py", "--data", str(REPO / "data" / "fashion_mnist_subset.npz"),
-               "--checkpoints", str(checkpoints), "--epochs", str(EPOCHS), "--steps", str(STEPS)]
-    script = slurm.sbatch_script("tf-train", 2, command, tasks_per_node=2, time_limit="15", log_dir="logs",
-                                 max_restarts=1, partition=cluster.partition)
+    (job_dir / "worker.py").write_text(worker_script())  # as the page writes it: no prelude, no helpers beside it
+    worker = shlex.join([sys.executable, "worker.py", "--data", str(REPO / "data" / "fashion_mnist_subset.npz"),
+                         "--checkpoints", str(checkpoints), "--epochs", str(EPOCHS), "--steps", str(STEPS)])
+    pause = f'[ "$SLURM_PROCID" = 1 ] && [ "${{SLURM_RESTART_COUNT:-0}}" = 0 ] && export PAUSE_AT_EPOCH={KILL_EPOCH}; '
+    command = ["bash", "-c", pause + "exec " + worker]  # task 1 of the first run waits where the test kills it
+    script = slurm.sbatch_script("tf-train", 2, command, tasks_per_node=2, cpus_per_task=1, mem_per_cpu="256M",
+                                 time_limit="15", log_dir="logs", max_restarts=1, partition=cluster.partition)
     (job_dir / "train.sbatch").write_text(script)
-    exported = {"COURSE_PORT_BASE": str(slurm_cluster._free_port()), "PYTHONUNBUFFERED": "1",
-                "CUDA_VISIBLE_DEVICES": "-1", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    exported = {"PYTHONUNBUFFERED": "1", "CUDA_VISIBLE_DEVICES": "-1", "TF_CPP_MIN_LOG_LEVEL": "2"}
     for name, value in exported.items():  # sbatch passes its environment on to the job
         monkeypatch.setenv(name, value)
     start = time.monotonic()
@@ -152,7 +144,10 @@ def test_killed_task_ends_the_step_and_the_requeued_job_resumes_from_the_checkpo
     assert f'{{"worker": 0, "epoch": {EPOCHS}' in second and '"done": true' in second, second
     assert done["JobState"] == "COMPLETED", (done, batch_log)
     for run, task in logs:
-        line = re.search(r"CUDA_VISIBLE_DEVICES (\S+) -> ([^\s,]+),", read(logs[run, task]))
-        assert line and line.group(1) == line.group(2) == "-1", f"run {run} task {task}: {read(logs[run, task])[:300]}"
+        line = re.search(rf"slurm task {task}: TF_CONFIG (.*), CUDA_VISIBLE_DEVICES (\S+)\n", read(logs[run, task]))
+        assert line and line.group(2) == "-1", f"run {run} task {task}: {read(logs[run, task])[:300]}"
+        port = 15000 + job_id % 5000 * 10  # the worker's ports, from the job's id
+        hosts = [f"{cluster.node}:{port}", f"{cluster.node}:{port + 1}"]
+        assert json.loads(line.group(1))["cluster"]["worker"] == hosts, line.group(1)
     left = [p.pid for p in psutil.process_iter(["cmdline"]) if str(job_dir) in " ".join(p.info["cmdline"] or [])]
     assert left == [], f"worker processes still running: {left}"

@@ -42,8 +42,14 @@ def _resume_hint(got: dict[tuple[int, int], Any]) -> str:
     if fits(lambda s, k: -(-(k - 1) // s) * s):
         return ("You rounded up to the next save, which had not happened yet. Round down: the last save before "
                 "the kill.")
-    if any(got[k] < 0 for k in KILLS):
-        return "A job killed during its first epochs has no checkpoint yet: it restores 0 epochs, never fewer."
+    if fits(lambda s, k: (k - 1) - k % s):
+        return ("You take away killed_at % save_every, the remainder of the epoch in progress. The finished epochs "
+                "are killed_at - 1: take away their remainder, (killed_at - 1) % save_every.")
+    negative = [k for k in KILLS if got[k] < 0]
+    if negative:
+        (s, k), = negative[:1]
+        return (f"And resume_epoch({s}, {k}) gave {got[negative[0]]}: a job killed before its first save has no "
+                "checkpoint yet, so it restores 0 epochs, never fewer.")
     return ("Saves happen after epochs save_every, 2 x save_every, ...; the kill interrupts epoch killed_at, so "
             "only epochs up to killed_at - 1 are finished. Return the last save among those, or 0.")
 
@@ -112,6 +118,11 @@ def resume_epoch(answer: Any) -> Feedback:
 PODS = (("tf-train", "tf-train", 2, 0, 2222), ("tf-train", "tf-train", 2, 1, 2222),
         ("bert", "bert-workers", 4, 3, 23456), ("resnet", "rn", 8, 5, 2222), ("x", "y", 3, 2, 1234),
         ("vit", "vit", 3, 0, 5000))
+
+
+# TFConfigClusterResolver (tensorflow/python/distribute/cluster_resolver/tfconfig_cluster_resolver.py) also reads
+# these two keys of TF_CONFIG; neither is needed here, and an answer that adds one is still right.
+OPTIONAL_KEYS = {"environment", "rpc_layer"}
 
 
 def _pod_config(job: str, service: str, n_workers: int, index: int, port: int) -> dict[str, Any]:
@@ -189,10 +200,11 @@ def pod_tf_config(answer: Any) -> Feedback:
                      "n_workers, index and port.")
     for (job, service, n_workers, index, port), out in zip(PODS, outputs, strict=True):
         call = f"pod_tf_config({job!r}, {service!r}, {n_workers}, {index}, {port})"
-        if not isinstance(out, dict) or set(out) != {"cluster", "task"}:
+        if not isinstance(out, dict) or set(out) - OPTIONAL_KEYS != {"cluster", "task"}:
             keys = sorted(out) if isinstance(out, dict) else type(out).__name__
             return wrong(f"{call} returned {keys}. TF_CONFIG is a dict with two keys: 'cluster' (every worker's "
-                         "address) and 'task' (this pod's type and index).")
+                         "address) and 'task' (this pod's type and index); 'environment' and 'rpc_layer' may be "
+                         "added, nothing else.")
         cluster, task = out["cluster"], out["task"]
         right = _pod_config(job, service, n_workers, index, port)
         if not isinstance(cluster, dict) or set(cluster) != {"worker"}:
@@ -242,6 +254,11 @@ def _job(name: str, pod: dict[str, Any]) -> dict[str, Any]:
             "spec": {"template": {"spec": pod}}}
 
 
+def _service(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+            "spec": {"clusterIP": "None", "selector": {"job-name": name}, "ports": [{"port": 2222}]}}
+
+
 def _tfjob(name: str, **pods: dict[str, Any]) -> dict[str, Any]:
     replicas = {kind: {"replicas": 2, "template": {"spec": pod}} for kind, pod in pods.items()}
     return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": name},
@@ -262,25 +279,70 @@ FILES: tuple[tuple[str, list[dict[str, Any]], list[str]], ...] = (
     ("pods with no claim at all", [_job("a", _pod(SHM)), _tfjob("t", Worker=_pod())], []),
     ("two jobs, two missing claims", [_job("b", _pod(_pvc("v", "zeta"))), _job("a", _pod(_pvc("v", "alpha")))],
      ["alpha", "zeta"]),
+    ("a file with two claims, the mounted one declared second",
+     [_claim("images"), _claim("ckpt"), _job("a", _pod(_pvc("checkpoints", "ckpt"), SHM))], []),
+    ("a TFJob whose chief alone mounts a claim",
+     [_tfjob("t", Worker=_pod(SHM), Chief=_pod(_pvc("checkpoints", "chief-ckpt")))], ["chief-ckpt"]),
+    ("a TFJob whose chief comes first and mounts nothing",
+     [_tfjob("t", Chief=_pod(SHM), Worker=_pod(_pvc("checkpoints", "worker-ckpt")))], ["worker-ckpt"]),
+    ("a Job beside its claim and its headless Service",
+     [_claim("ckpt"), _service("tf-train"), _job("tf-train", _pod(_pvc("checkpoints", "ckpt")))], []),
+    ("a Job whose pod has no volumes key", [_job("a", {"containers": [{"name": "worker", "image": "x"}]})], []),
+    ("claims whose names start alike",
+     [_claim("ckpt-v2"), _claim("data"), _job("a", _pod(_pvc("c", "ckpt"), _pvc("d", "data-old")))],
+     ["ckpt", "data-old"]),
 )
 
 
-def _pods(doc: dict[str, Any]) -> list[dict[str, Any]]:
+def _pods(doc: dict[str, Any], replicas: str = "all") -> list[dict[str, Any]]:
+    """The pods of a Job or TFJob; `replicas`: "all" types of a TFJob, its "first" only, or "Worker" only."""
     if doc.get("kind") == "Job":
         return [doc["spec"]["template"]["spec"]]
     if doc.get("kind") == "TFJob":
-        return [r["template"]["spec"] for r in doc["spec"]["tfReplicaSpecs"].values()]
+        specs = doc["spec"]["tfReplicaSpecs"]
+        chosen = {"all": list(specs.values()), "first": list(specs.values())[:1],
+                  "Worker": [specs["Worker"]] if "Worker" in specs else []}[replicas]
+        return [r["template"]["spec"] for r in chosen]
     return []
 
 
-def _mounted(docs: list[dict[str, Any]], kinds: tuple[str, ...] = ("Job", "TFJob")) -> list[tuple[str, str]]:
+def _mounted(docs: list[dict[str, Any]], kinds: tuple[str, ...] = ("Job", "TFJob"),
+             replicas: str = "all") -> list[tuple[str, str]]:
     """(volume name, claim name) of every persistentVolumeClaim volume in the pods of `kinds`."""
     return [(v["name"], v["persistentVolumeClaim"]["claimName"]) for d in docs if d.get("kind") in kinds
-            for pod in _pods(d) for v in pod.get("volumes", []) if "persistentVolumeClaim" in v]
+            for pod in _pods(d, replicas) for v in pod.get("volumes", []) if "persistentVolumeClaim" in v]
 
 
 def _declared(docs: list[dict[str, Any]]) -> set[str]:
     return {d["metadata"]["name"] for d in docs if d.get("kind") == "PersistentVolumeClaim"}
+
+
+def _first_declared(docs: list[dict[str, Any]]) -> set[str]:
+    return {d["metadata"]["name"] for d in docs if d.get("kind") == "PersistentVolumeClaim"}.intersection(
+        [next((d["metadata"]["name"] for d in docs if d.get("kind") == "PersistentVolumeClaim"), None)])
+
+
+def _prefix_missing(docs: list[dict[str, Any]], way: int) -> list[str]:
+    """What matching names by their beginning returns: a claim starts with a declared name (`way` 0), or
+    the other way round (1), or either (2)."""
+    claims, declared = {c for _, c in _mounted(docs)}, _declared(docs)
+    ways = (lambda c, d: c.startswith(d), lambda c, d: d.startswith(c),
+            lambda c, d: c.startswith(d) or d.startswith(c))
+    return sorted(c for c in claims if not any(ways[way](c, d) for d in declared))
+
+
+def _raised_hint(label: str, err: Exception) -> str:
+    """Why the learner's function raised on the made-up file `label`, where a likely mistake explains it."""
+    if isinstance(err, StopIteration):
+        return (" next(...) found no PersistentVolumeClaim: a file may declare none, or several. Collect the "
+                "names of all of them, in a set.")
+    if "Service" in label and isinstance(err, (KeyError, TypeError)):
+        return (" Only Jobs and TFJobs have pods: a Service (like any other kind) has no spec.template. Pick the "
+                "documents by their kind, doc['kind'] == 'Job' or 'TFJob', and skip the rest.")
+    if "no volumes" in label and isinstance(err, KeyError) and err.args == ("volumes",):
+        return (" A pod that mounts nothing may have no 'volumes' key at all: read it with "
+                "pod.get('volumes', []).")
+    return ""
 
 
 def _claims_hint(got: dict[str, Any]) -> str:
@@ -291,6 +353,18 @@ def _claims_hint(got: dict[str, Any]) -> str:
     def missing(mounted: list[tuple[str, str]], declared: set[str]) -> list[str]:
         return sorted({claim for _, claim in mounted} - declared)
 
+    if fits(lambda d: missing(_mounted(d, replicas="Worker"), _declared(d))):
+        return ("You read tfReplicaSpecs['Worker'] only. A TFJob has a pod template per replica type (Chief, "
+                "Worker, PS, Evaluator): look at every one, in tfReplicaSpecs.values().")
+    if fits(lambda d: missing(_mounted(d, replicas="first"), _declared(d))):
+        return ("You read the first replica type of a TFJob only. Each type (Chief, Worker, ...) has a pod template "
+                "of its own: look at every one, in tfReplicaSpecs.values().")
+    if fits(lambda d: missing(_mounted(d), _first_declared(d))):
+        return ("You took the first PersistentVolumeClaim as the only one declared. A file may declare several: "
+                "collect the names of all of them.")
+    if any(fits(lambda d, way=way: _prefix_missing(d, way)) for way in range(3)):
+        return ("Your names match by their beginning: 'ckpt-v2' does not declare 'ckpt', nor 'data' "
+                "'data-old'. Compare whole names (a set of names and `in`, or ==).")
     if fits(lambda d: missing(_mounted(d, ("Job",)), _declared(d))):
         return ("You looked at Jobs only. A TFJob's pods sit in spec.tfReplicaSpecs.<type>.template.spec (one per "
                 "replica type): a tfjob.yaml that mounts a claim it does not declare dangles too.")
@@ -336,7 +410,7 @@ def dangling_claims(answer: Any) -> Feedback:
         try:
             out = answer(copy.deepcopy(docs))
         except Exception as err:  # noqa: BLE001 - the learner's code may raise anything
-            return wrong(f"On {label}, your function raised {type(err).__name__}: {err}")
+            return wrong(f"On {label}, your function raised {type(err).__name__}: {err}." + _raised_hint(label, err))
         if out is None:
             return returned_none("dangling_claims")
         got[label] = out

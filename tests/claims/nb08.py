@@ -87,20 +87,26 @@ def _hang_ends_by_the_timeout(run) -> None:
     assert "lost the cluster (DeadlineExceededError), exit code 75" in text
     assert f"Worker {lost} itself never exited on its own: SIGKILL ended it" in text
     assert "activeDeadlineSeconds ends it" in text
+    # the hung worker's pod stays, so a replaced survivor does not bring the job back on Kubernetes; SLURM does
+    assert f"but worker {lost} still runs and never exits" in text and "makes no progress until" in text, text
 
 
 def _slurm_script_and_tf_config(r) -> None:
     """The SLURM section prints a script and a TF_CONFIG made from N_WORKERS alone (no SLURM, no device read),
-    so the same holds on a CPU run and on a GPU-shaped one: one task per worker, one GPU each, a dead task ends
-    the step, a failed step requeues the job, CUDA_VISIBLE_DEVICES left as SLURM binds it, and task 1's
-    TF_CONFIG (SlurmClusterResolver) lists every worker with task 1 as itself."""
+    so the same holds on a CPU run and on a GPU-shaped one: one task per worker, one GPU each, the pods' 4 CPUs
+    and 4G per CPU (their 16Gi), a dead task ends the step, a failed step requeues the job, and so does USR1
+    300 s before the time limit, CUDA_VISIBLE_DEVICES left as SLURM binds it, and task 1's TF_CONFIG
+    (SlurmClusterResolver) lists every worker with task 1 as itself, on the ports of the job's id."""
     script, config, n = r["slurm"]["sbatch"], r["slurm"]["tf_config_task_1"], r["workers"]
-    for line in (f"#SBATCH --ntasks={n}", "#SBATCH --gpus-per-task=1", "#SBATCH --requeue"):
+    for line in (f"#SBATCH --ntasks={n}", "#SBATCH --gpus-per-task=1", "#SBATCH --requeue", "#SBATCH --cpus-per-task=4",
+                 "#SBATCH --mem-per-cpu=4G", "#SBATCH --signal=B:USR1@300", "trap requeue_at_time_limit USR1",
+                 "wait $!"):
         assert line in script.splitlines(), (line, script)
     assert "srun --kill-on-bad-exit=1 " in script and "scontrol requeue $SLURM_JOB_ID" in script, script
     assert "CUDA_VISIBLE_DEVICES=" not in script, script
     assert config["task"] == {"type": "worker", "index": 1}, config
-    assert config["cluster"]["worker"] == [f"gpu{i:02d}:2222" for i in range(1, n + 1)], config
+    port = 15000 + r["slurm"]["job_id"] % 5000 * 10  # worker.py's ports for this job
+    assert config["cluster"]["worker"] == [f"gpu{i:02d}:{port}" for i in range(1, n + 1)], config
 
 
 def shared(run) -> None:

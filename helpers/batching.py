@@ -558,26 +558,29 @@ def plot_convergence(losses: Mapping[int, Mapping[str, Sequence[tuple[float, flo
 #   ``iterations`` property returns ``_iterations // k``, the updates made; ``_get_current_learning_rate``
 #   calls a learning-rate schedule with ``_iterations``, the micro-steps (the argument's docstring says so).
 
-def micro_batch(target: int, candidates: Sequence[int]) -> int:
-    """The micro-batch that reaches `target` in whole steps: the largest divisor of `target` that is no larger
-    than the largest candidate below `target`.
+def micro_batch(target: int, largest_fit: int) -> int:
+    """The micro-batch that reaches `target` in whole steps that fit: `target // k`, for the fewest steps k with
+    ``target // k <= largest_fit`` that divide `target` (exercise 4's rule: start at ``ceil(target / largest_fit)``
+    and raise k until it divides).
 
     Every micro-batch must have the same size: Keras averages the k gradients with equal weights, and each
     is already a mean over its own micro-batch, so only equal sizes give the mean over all `target` samples.
 
     Example:
-        >>> micro_batch(2048, [32, 64, 128, 256, 512])
-        512
-        >>> micro_batch(600, [32, 256])  # 256 does not divide 600; 200 does
+        >>> micro_batch(2048, 1024)  # the CPU run: 1024 fitted, 2048 did not: 2 steps of 1024
+        1024
+        >>> micro_batch(600, 256)  # ceil(600 / 256) = 3 steps, and 3 divides 600: steps of 200
         200
     """
     if not isinstance(target, int) or isinstance(target, bool) or target < 2:
         raise ValueError(f"target={target!r}: use a batch size, an integer >= 2.")
-    below = [int(c) for c in candidates if 1 <= int(c) < target]
-    if not below:
-        raise ValueError(f"candidates={list(candidates)!r}: pass at least one batch size from 1 to {target - 1} "
-                         f"(below target={target}).")
-    return max(d for d in range(1, max(below) + 1) if target % d == 0)
+    if not isinstance(largest_fit, int) or isinstance(largest_fit, bool) or not 1 <= largest_fit < target:
+        raise ValueError(f"largest_fit={largest_fit!r}: use the largest batch that fits, an integer from 1 to "
+                         f"{target - 1} (below target={target}).")
+    k = -(-target // largest_fit)  # the fewest steps whose micro-batches fit
+    while target % k:  # unequal micro-batches: one step more
+        k += 1
+    return target // k
 
 
 def flat(weights: Sequence[Any]) -> Any:
@@ -633,14 +636,39 @@ def _printed(value: float) -> float:
     return float(f"{value:.1e}")
 
 
+def _reorder_reading(drift: float, reorder: float, scale: float) -> str:
+    """The reversed-order control, read against the accumulation's drift (both as printed) by the `scale` rule."""
+    head = (f"For scale, the large batch against itself with each batch's images in reverse order (the same sums, "
+            f"added in another order) drifts {reorder:.1e}")
+    if reorder == 0:
+        return head + (": both runs repeated the large batch's weights bit for bit." if drift == 0 else
+                       ": reordering changed nothing here, so there is no ratio to read; the tolerance decides.")
+    shown = f"{drift / reorder:.0f}" if drift / reorder >= 10 else f"{drift / reorder:.2g}"
+    ratio = float(shown)  # decided on the ratio as printed
+    if ratio > scale:
+        return (head + f"; accumulation's drift is {shown}x that, more than {scale:g}x: accumulation does more than "
+                "reorder the sums. It rounds each micro-batch's mean, adds them in the accumulators and divides by k, "
+                "roundings a single large step does not make, and training carries each difference into the next "
+                "update. The tolerance, which counts roundings, is the test; this ratio only says which run rounded "
+                "more.")
+    if ratio < 1 / scale:
+        return (head + f"; accumulation's drift is {shown}x that, less than 1/{scale:g}: reversing every batch "
+                "changed the order of more additions than splitting it into micro-batches did. Both are rounding; "
+                "the tolerance is the test.")
+    return (head + f"; accumulation's drift is {shown}x that, within {scale:g}x either way: the size of merely "
+            "adding the same numbers in another order, which is what rounding predicts.")
+
+
 def equivalence_line(batch: int, micro: int, steps: int, updates: int, weight_drift: float, loss_gap: float,
-                     tolerance: float, reorder_drift: float | None = None) -> str:
+                     tolerance: float, reorder_drift: float | None = None, scale: float = 10.0) -> str:
     """Whether accumulation made the same updates as the large batch, by the rule stated in the sentence.
 
     The rule: the same updates, up to float32 rounding, when the weights' drift (:func:`relative_drift`) and the
     largest relative gap between the held-out losses are both at most `tolerance`. The three are compared as
     printed (two significant figures). `reorder_drift`: the drift of the large batch against itself with each
-    batch's images in another order, the same sums added in another order, quoted for scale.
+    batch's images in another order, the same sums added in another order. It is read too, by a second rule
+    stated in the sentence: the accumulation's drift is "the size of a reordering" when the printed ratio of the two
+    is within `scale` times either way; above that, accumulation rounds in steps a reordering does not make.
 
     Example:
         >>> equivalence_line(512, 128, 4, 8, 3.4e-5, 1.1e-7, 2.8e-4)[:60]
@@ -657,8 +685,9 @@ def equivalence_line(batch: int, micro: int, steps: int, updates: int, weight_dr
     head = (f"After {updates} updates of batch {batch}, one as {steps} steps of {micro} with "
             f"gradient_accumulation_steps={steps}, one as single steps: the weights differ by {drift:.1e} of how far "
             f"training moved them, the held-out losses by at most {gap:.1e} of their value")
-    scale = ("" if reorder_drift is None else f" For scale, the large batch against itself with each batch's images "
-             f"in reverse order (the same sums, added in another order) drifts {_printed(reorder_drift):.1e}.")
+    if not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 1:
+        raise ValueError(f"scale={scale!r}: use a factor above 1, such as 10.")
+    scale = "" if reorder_drift is None else " " + _reorder_reading(drift, _printed(reorder_drift), scale)
     if drift <= tol and gap <= tol:
         return (head + f": both at most the float32 tolerance {tol:.1e}, so accumulation made the same updates as the "
                 "large batch, up to rounding." + scale)
@@ -675,13 +704,15 @@ def _mib(value: float) -> float:
 
 def accumulation_memory_lines(target: int, micro: int, steps: int, micro_peak: float, accumulated_peak: float,
                               large_peak: float | None, large_error: str, capacity: float | None, where: str,
-                              near: float = 0.2) -> list[str]:
+                              near: float = 0.2, weights: int | None = None) -> list[str]:
     """What the accumulation child measured, in sentences whose rules are stated beside the numbers.
 
     The rules, on the figures as printed (MiB, one decimal): the accumulated step "fits" on `where` when its
     peak is at most `capacity` (bytes; None: nothing to compare with); its peak is "that of the small batch"
     when it is within `near` (a fraction) of a plain step's peak at `micro`. `large_peak` None means the large
-    step raised `large_error` and measured nothing.
+    step raised `large_error` and measured nothing. `weights`: the model's weight count; the accumulators are one
+    float32 per weight, and when the two peaks differ by more than twice their bytes the sentence says the
+    accumulators cannot explain the difference (the allocator's chunks and what else was in use do).
 
     Example:
         >>> accumulation_memory_lines(2048, 512, 4, 92.3 * 2**20, 81.1 * 2**20, 351.4 * 2**20, "", 256 * 2**20,
@@ -695,6 +726,8 @@ def accumulation_memory_lines(target: int, micro: int, steps: int, micro_peak: f
             raise ValueError(f"{name}={value!r}: use a positive number of bytes.")
     if not isinstance(near, (int, float)) or not 0 < near < 1:
         raise ValueError(f"near={near!r}: use a fraction between 0 and 1, such as 0.2.")
+    if weights is not None and (not isinstance(weights, int) or isinstance(weights, bool) or weights < 1):
+        raise ValueError(f"weights={weights!r}: use None or the model's weight count, a positive integer.")
     m, a = _mib(micro_peak), _mib(accumulated_peak)
     cap = None if capacity is None else _mib(capacity)
     lines = []
@@ -707,18 +740,33 @@ def accumulation_memory_lines(target: int, micro: int, steps: int, micro_peak: f
         lines.append(f"One step of batch {target} peaked at {big:.1f} MiB{room}.")
     fits = ("" if cap is None else f", at most the {cap:.1f} MiB of {where}: it fits" if a <= cap else
             f", more than the {cap:.1f} MiB of {where}: use a smaller micro-batch")
-    share = "" if large_peak is None or _mib(large_peak) == 0 else f" ({a / _mib(large_peak):.0%} of the large step's)"
+    share = ("" if large_peak is None or _mib(large_peak) == 0 else
+             f" ({a / _mib(large_peak) * 100:.0f} % of the large step's)")
     lines.append(f"{steps} steps of {micro} with gradient_accumulation_steps={steps} made one update of batch {target} "
                  f"at a peak of {a:.1f} MiB{share}{fits}.")
     diff = (a - m) / m if m else math.inf
+    pct = f"{abs(diff) * 100:.0f}"
+    how = ("the same as it" if a == m else f"{'less than 1' if pct == '0' else pct} % {'above' if a > m else 'below'} "
+           "it")
+    line = f"A plain step of {micro} peaked at {m:.1f} MiB; the accumulated steps' peak is {how}"
+    near_text = f"{near:.0%}".replace("%", " %")
     if abs(diff) <= near:
-        lines.append(f"A plain step of {micro} peaked at {m:.1f} MiB; the accumulated steps' peak is {diff:+.0%} from "
-                     f"it, within {near:.0%}: accumulation needs the memory of its micro-batch, plus one accumulator "
-                     "per weight, whatever the effective batch.")
+        line += (f", within {near_text}: accumulation needs the memory of its micro-batch, whatever the effective "
+                 "batch, plus its accumulators.")
     else:
-        lines.append(f"A plain step of {micro} peaked at {m:.1f} MiB; the accumulated steps' peak is {diff:+.0%} from "
-                     f"it, more than {near:.0%}: on this device something else than the micro-batch sets the peak, "
-                     "so read the figures, not the rule of thumb.")
+        line += (f", more than {near_text}: on this device something else than the micro-batch sets the peak, so "
+                 "read the figures, not the rule of thumb.")
+    if weights is not None:
+        acc_kib, gap = float(f"{4 * weights / 1024:.1f}"), round(abs(a - m), 1)
+        line += (f" The accumulators are one float32 per weight: 4 B x {weights:,} = {acc_kib:.1f} KiB")
+        if gap * 1024 > 2 * acc_kib:
+            line += (f"; the peaks differ by {gap:.1f} MiB, more than twice that, so the accumulators do not explain "
+                     "the difference" + (" (they add memory; they cannot lower a peak)" if a < m else "") +
+                     (": the allocator does, which hands out memory in chunks larger than the requests and whose peak "
+                      "depends on what else was in use at that moment." if abs(diff) <= near else "."))
+        else:
+            line += f"; the peaks differ by {gap:.1f} MiB, at most twice that: no more than the accumulators."
+    lines.append(line)
     return lines
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from helpers import batching
+from helpers.check import nb05 as check_nb05
 
 
 # ---------------------------------------------------------------- BATCH_SIZES
@@ -302,23 +305,36 @@ def test_notebook_05_explains_the_cpu_allocator_name_and_splits_the_fixed_part()
 
 
 # ---------------------------------------------------------------- gradient accumulation
-@pytest.mark.parametrize("target, candidates, micro", [
-    (2048, [32, 64, 128, 256, 512], 512),  # the CPU run: 4 steps of the largest batch size
-    (512, [32, 64, 128, 256, 512], 256),  # the wall at the first doubling: a smaller size divides it
-    (600, [32, 256], 200),  # 256 does not divide 600: the largest divisor below it
-    (97, [8, 16, 32], 1),  # a prime: steps of 1
-    (131072, [32, 512], 512),
+@pytest.mark.parametrize("target, largest_fit, micro", [
+    (2048, 1024, 1024),  # the CPU run: 1024 fitted, 2048 did not: exercise 4 gives 2 steps, not 4 of 512
+    (2048, 512, 512),  # 4 steps when only 512 fits
+    (131072, 65536, 65536),  # the T4: the last doubling before the wall
+    (600, 256, 200),  # ceil(600 / 256) = 3 divides 600: steps of 200, not a batch size of the sweep
+    (1000, 400, 250),  # ceil = 3 does not divide 1000: 4 steps
+    (97, 50, 1),  # a prime: steps of 1
+    (99, 49, 33),  # no wall at an odd batch: half of it, 49, rounded to a divisor
 ])
-def test_micro_batch_is_the_largest_divisor_up_to_the_largest_candidate_below_the_target(target, candidates, micro):
-    assert batching.micro_batch(target, candidates) == micro
-    assert target % micro == 0 and micro < target
+def test_micro_batch_follows_exercise_4s_rule_from_the_largest_batch_that_fits(target, largest_fit, micro):
+    assert batching.micro_batch(target, largest_fit) == micro
+    k = target // micro
+    assert micro * k == target and micro <= largest_fit
+    assert k == check_nb05._accumulation_steps(target, largest_fit)  # the same rule as exercise 4's check
 
 
-@pytest.mark.parametrize("target, candidates, match", [(1, [8], "target"), (True, [8], "target"),
-                                                       (64, [64, 128], "candidates"), (64, [], "candidates")])
-def test_micro_batch_refuses_what_cannot_split(target, candidates, match):
+@given(st.integers(2, 10**6), st.data())
+def test_micro_batch_is_exercise_4s_answer(target, data):
+    largest_fit = data.draw(st.integers(1, target - 1))
+    micro = batching.micro_batch(target, largest_fit)
+    assert target % micro == 0 and micro <= largest_fit
+    assert target // micro == check_nb05._accumulation_steps(target, largest_fit)
+
+
+@pytest.mark.parametrize("target, largest_fit, match", [(1, 8, "target"), (True, 8, "target"),
+                                                        (64, 64, "largest_fit"), (64, 0, "largest_fit"),
+                                                        (64, [32], "largest_fit")])
+def test_micro_batch_refuses_what_cannot_split(target, largest_fit, match):
     with pytest.raises(ValueError, match=match):
-        batching.micro_batch(target, candidates)
+        batching.micro_batch(target, largest_fit)
 
 
 def test_relative_drift_is_the_distance_over_how_far_training_moved():

@@ -281,3 +281,16 @@ def test_accumulated_lr_refuses_this_runs_constant_and_a_rounded_rate():
     assert not fb.ok and "accumulated_lr(0.1, 256, 64, 8) gave 0.64; it is 0.2" in fb.message, fb.message
     fb = check.accumulated_lr(lambda lr, b0, m, k: round(lr * m * k / b0, 2))  # rounded for display
     assert not fb.ok and "You rounded the rate to 2 decimals" in fb.message, fb.message
+
+
+@pytest.mark.parametrize("decimals", [4, 5])
+def test_accumulated_lr_refuses_a_rate_rounded_to_four_or_five_decimals(decimals):
+    # Every case was exact at 4 decimals, so round(rate, 4) passed; 0.03 x 35 x 2 / 96 = 0.021875 is not.
+    fb = check.accumulated_lr(lambda lr, b0, m, k: round(lr * m * k / b0, decimals))
+    assert not fb.ok and f"You rounded the rate to {decimals} decimals" in fb.message, fb.message
+    assert "accumulated_lr(0.03, 96, 35, 2) is 0.021875" in fb.message, fb.message
+
+
+def test_accumulated_lr_names_this_runs_split_in_its_praise():
+    fb = check.accumulated_lr(lambda lr, b0, m, k: lr * m * k / b0)
+    assert "2 steps of 1024 from base batch 32" in fb.message, fb.message  # the CPU run's split, as on the page

@@ -22,7 +22,7 @@ positive_ints = st.integers(1, 2**17)
 
 def sci(text: str, after: str) -> float:
     """The number in scientific notation that follows `after` in `text`."""
-    return float(re.search(re.escape(after) + r" (\d\.\de[+-]\d\d)", text).group(1))
+    return float(re.search(re.escape(after) + r" (\d\.\de[+-]\d+)", text).group(1))
 
 
 # ---------------------------------------------------------------- equivalence_line
@@ -48,10 +48,36 @@ def test_equivalence_line_says_same_exactly_when_both_printed_figures_are_within
     assert (f"gradient_accumulation_steps={steps}" in line and f"batch {batch}" in line
             and f"{steps} steps of {micro}" in line and f"After {updates} updates" in line)
     assert ("For scale" in line) is (reorder is not None), line
+    if reorder is not None:  # the control is read, by the rule stated beside it
+        shown_reorder = sci(line, "in another order) drifts")
+        if shown_reorder == 0:
+            assert "bit for bit" in line or "no ratio to read" in line, line
+        else:
+            ratio = float(re.search(r"accumulation's drift is ([\d.e+-]+)x that", line).group(1))
+            assert math.isclose(ratio, shown_drift / shown_reorder, rel_tol=0.1, abs_tol=0.006), line
+            assert ("more than 10x" in line) is (ratio > 10), line
+            assert ("less than 1/10" in line) is (ratio < 0.1), line
+            assert ("within 10x either way" in line) is (0.1 <= ratio <= 10), line
+
+
+@given(small, st.floats(1e-12, 1, allow_nan=False), st.floats(1.5, 100))
+@example(3.4e-5, 2.9e-6, 10.0)  # this CPU, oneDNN on: 12x, more than 10x
+@example(5.0e-7, 1.7e-5, 10.0)  # oneDNN off: 0.029x, less than 1/10
+@example(2.9e-5, 2.9e-6, 10.0)  # exactly 10x as printed: within
+@example(2.95e-5, 2.9e-6, 10.0)  # 10.17x, printed "10x": decided as printed, within
+def test_equivalence_line_reads_the_reversed_control_by_its_stated_factor(drift, reorder, scale):
+    line = batching.equivalence_line(512, 128, 4, 8, drift, 0.0, 2.8e-4, reorder, scale=scale)
+    ratio = float(re.search(r"accumulation's drift is ([\d.e+-]+)x that", line).group(1))
+    assert math.isclose(ratio, sci(line, "the weights differ by") / sci(line, "in another order) drifts"),
+                        rel_tol=0.1, abs_tol=0.006), line
+    assert (f"more than {scale:g}x" in line) is (ratio > scale), line
+    assert (f"less than 1/{scale:g}" in line) is (ratio < 1 / scale), line
+    assert (f"within {scale:g}x either way" in line) is (1 / scale <= ratio <= scale), line
 
 
 @pytest.mark.parametrize("kwargs", [dict(batch=0), dict(steps=1.5), dict(weight_drift=-1e-6),
-                                    dict(tolerance=math.nan), dict(loss_gap=math.inf), dict(reorder_drift=-1.0)])
+                                    dict(tolerance=math.nan), dict(loss_gap=math.inf), dict(reorder_drift=-1.0),
+                                    dict(scale=1.0)])
 def test_equivalence_line_refuses_bad_numbers_naming_them(kwargs):
     args = dict(batch=512, micro=128, steps=4, updates=8, weight_drift=1e-5, loss_gap=0.0, tolerance=2.8e-4,
                 reorder_drift=None) | kwargs
@@ -91,13 +117,23 @@ def test_accumulation_memory_lines_follow_their_rules_on_the_printed_figures(tar
         assert ("use a smaller micro-batch" in acc) is (shown_acc > float(f"{capacity / 2**20:.1f}")), acc
     shown_micro = float(re.search(r"peaked at ([\d.]+) MiB", plain).group(1))
     within = shown_micro > 0 and abs(shown_acc - shown_micro) / shown_micro <= near
-    assert (f"within {near:.0%}" in plain) is within, plain
-    assert (f"more than {near:.0%}" in plain) is (not within), plain
+    near_text = f"{near:.0%}".replace("%", " %")
+    assert (f"within {near_text}" in plain) is within, plain
+    assert (f"more than {near_text}" in plain) is (not within), plain
+    # above, below or the same, in words, never a signed percentage
+    assert ("% above it" in plain) is (shown_acc > shown_micro), plain
+    assert ("% below it" in plain) is (shown_acc < shown_micro), plain
+    assert ("the same as it" in plain) is (shown_acc == shown_micro), plain
+    assert not re.search(r"[+-]\d+ ?%", plain), plain
+    if "% above it" in plain or "% below it" in plain:
+        shown_pct = re.search(r"peak is (less than 1|\d+) % ", plain).group(1)
+        pct = abs(shown_acc - shown_micro) / shown_micro * 100
+        assert (pct < 0.5) if shown_pct == "less than 1" else abs(int(shown_pct) - pct) <= 0.5 + 1e-9, plain
     assert f"{steps} steps of {micro}" in acc and f"batch {target}" in acc
 
 
 @pytest.mark.parametrize("kwargs", [dict(micro_peak=0), dict(accumulated_peak=-1.0), dict(large_peak=math.inf),
-                                    dict(capacity=0), dict(near=1.5)])
+                                    dict(capacity=0), dict(near=1.5), dict(weights=0), dict(weights=1.5)])
 def test_accumulation_memory_lines_refuse_bad_numbers_naming_them(kwargs):
     args = dict(target=2048, micro=512, steps=4, micro_peak=1e8, accumulated_peak=1e8, large_peak=None,
                 large_error="OOM", capacity=None, where="this GPU") | kwargs
@@ -135,3 +171,23 @@ def test_accumulation_time_line_refuses_bad_numbers_naming_them(kwargs):
     args = dict(batch=512, micro=128, steps=4, s_large=0.02, s_accumulated=0.03, timed=7) | kwargs
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         batching.accumulation_time_line(**args)
+
+
+@given(st.floats(1, 1e4, allow_nan=False), st.floats(1, 1e4, allow_nan=False), st.integers(1, 10**8))
+@example(92.3, 81.1, 12810)  # this CPU: 12 % below, 11.2 MiB, far more than 50 KiB of accumulators
+@example(92.3, 92.4, 12810)  # 0.1 MiB = 102.4 KiB: just more than twice 50.0 KiB
+@example(92.3, 92.3, 12810)  # the same as printed
+@example(100.0, 100.1, 30000)  # 0.1 MiB against 2 x 117.2 KiB: no more than the accumulators
+def test_accumulation_memory_lines_size_the_accumulators_and_explain_a_lower_peak(micro_mib, acc_mib, weights):
+    plain = batching.accumulation_memory_lines(2048, 1024, 2, micro_mib * 2**20, acc_mib * 2**20, None, "OOM", None,
+                                               "this GPU", near=0.2, weights=weights)[-1]
+    kib = float(re.search(r"4 B x ([\d,]+) = ([\d.]+) KiB", plain).group(2))
+    assert f"4 B x {weights:,} =" in plain and math.isclose(kib, 4 * weights / 1024, abs_tol=0.05), plain
+    gap = float(re.search(r"the peaks differ by ([\d.]+) MiB", plain).group(1))
+    shown = [float(v) for v in re.findall(r"peak(?:ed at| is)[^;]*?([\d.]+) MiB", plain)][:1]
+    assert math.isclose(gap, abs(float(f"{acc_mib:.1f}") - float(f"{micro_mib:.1f}")), abs_tol=0.051), (plain, shown)
+    assert ("more than twice that" in plain) is (gap * 1024 > 2 * kib), plain
+    assert ("at most twice that" in plain) is (gap * 1024 <= 2 * kib), plain
+    lower = float(f"{acc_mib:.1f}") < float(f"{micro_mib:.1f}")
+    if "more than twice that" in plain:  # a lower peak is never put down to the accumulators
+        assert ("they cannot lower a peak" in plain) is lower, plain

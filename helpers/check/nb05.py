@@ -410,10 +410,12 @@ def accumulation_steps(answer: Any) -> Feedback:
                  "largest_fit.")
 
 
-# (base_lr, base_batch, micro, k): the CPU run's effective batch, a micro-batch that is not the base batch,
-# a ratio that is not a whole number, and a micro-batch smaller than the base batch
-ACCUMULATED_LR_CASES = [(0.01, 32, 512, 4), (0.1, 256, 64, 8), (0.05, 128, 96, 2), (0.02, 64, 16, 2),
-                        (0.001, 1000, 250, 6)]
+# (base_lr, base_batch, micro, k): the CPU run's effective batch (2 steps of 1024), a micro-batch that is not the
+# base batch, a ratio that is not a whole number, a micro-batch smaller than the base batch, and a rate with six
+# decimals (0.021875), which a rate rounded for display misses
+ACCUMULATED_LR_CASES = [(0.01, 32, 1024, 2), (0.1, 256, 64, 8), (0.05, 128, 96, 2), (0.02, 64, 16, 2),
+                        (0.001, 1000, 250, 6), (0.03, 96, 35, 2)]
+_MANY_DECIMALS = ACCUMULATED_LR_CASES[-1]
 
 
 def _accumulated_lr(base_lr: float, base_batch: int, micro: int, k: int) -> float:
@@ -436,8 +438,8 @@ def accumulated_lr(answer: Any) -> Feedback:
     if isinstance(got, Feedback):
         return got
     if _same(got, _accumulated_lr, ACCUMULATED_LR_CASES):
-        rate = _accumulated_lr(0.01, 32, 512, 4)
-        return Feedback(True, f"Right on all {len(ACCUMULATED_LR_CASES)} cases: 4 steps of 512 from base batch 32 at "
+        rate = _accumulated_lr(0.01, 32, 1024, 2)
+        return Feedback(True, f"Right on all {len(ACCUMULATED_LR_CASES)} cases: 2 steps of 1024 from base batch 32 at "
                               f"0.01 make updates of batch 2048, so the rule gives {rate:g}. Warm it up as before, "
                               "but remember that Keras calls a schedule with micro-steps: "
                               "a warm-up over W updates is a schedule over k * W steps.")
@@ -468,7 +470,7 @@ def accumulated_lr(answer: Any) -> Feedback:
         if all(math.isclose(g, round(_accumulated_lr(*c), decimals), rel_tol=1e-9, abs_tol=1e-12)
                for g, c in zip(got, ACCUMULATED_LR_CASES, strict=True)):
             return wrong(f"You rounded the rate to {decimals} decimal{'s' if decimals > 1 else ''}: "
-                         f"accumulated_lr{ACCUMULATED_LR_CASES[2]} is {_accumulated_lr(*ACCUMULATED_LR_CASES[2]):g}. "
+                         f"accumulated_lr{_MANY_DECIMALS} is {_accumulated_lr(*_MANY_DECIMALS):g}. "
                          "Return it unrounded; round only where you print it.")
     i = _first_difference(got, _accumulated_lr, ACCUMULATED_LR_CASES)
     lr, b0, m, k = ACCUMULATED_LR_CASES[i]

@@ -161,7 +161,8 @@ def activation_term(run) -> None:
     above the smaller), and then it is the tolerance applied to the unrounded ratio of the line through the
     smallest and largest sizes; otherwise the page gives both slopes and no verdict. The fixed part is called
     extrapolated, never measured. No figure of a particular run is assumed: a reviewer's run measured slopes 30 and
-    39 MiB per image at batches 4/8/12 and 40 and 42 at 8/16/24 (96 px), this CPU 40 and 48 at 8/16/24.
+    39 MiB per image at batches 4/8/12 and 40 and 42 at 8/16/24 (96 px); runs on this CPU 38.5 and 43.8, and 39.1
+    and 45.6, at 8/16/24.
     """
     r, text = run.results, run.outputs_text()
     a = r["activation_check"]

@@ -57,17 +57,24 @@ def test_srun_kills_the_step_on_a_bad_exit_and_never_sets_cuda_visible_devices()
     assert "CUDA_VISIBLE_DEVICES=" not in text and "export CUDA" not in text
 
 
+def _fake_slurm_bin(tmp_path, srun_then: str):
+    """A bin folder with a fake srun (logs its call to tmp_path/calls, then runs `srun_then`) and a fake scontrol
+    (logs its call)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in (("srun", f'echo "srun $*" >> "{tmp_path}/calls"\n{srun_then}'),
+                       ("scontrol", f'echo "scontrol $*" >> "{tmp_path}/calls"')):
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
 @pytest.mark.skipif(BASH is None, reason="bash is needed to run the batch script")
 @pytest.mark.parametrize(("srun_exit", "restarts", "requeued"), [(1, "0", True), (137, "2", True), (1, "3", False),
                                                                   (0, "0", False)])
 def test_the_script_requeues_its_job_when_the_step_failed_and_restarts_are_left(tmp_path, srun_exit, restarts,
                                                                                   requeued):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, body in (("srun", f'echo "srun $*" >> "{tmp_path}/calls"\nexit {srun_exit}'),
-                       ("scontrol", f'echo "scontrol $*" >> "{tmp_path}/calls"')):
-        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
-        (bin_dir / name).chmod(0o755)
+    bin_dir = _fake_slurm_bin(tmp_path, f"exit {srun_exit}")
     (tmp_path / "job.sbatch").write_text(script(max_restarts=3))
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_ID": "42",
            "SLURM_RESTART_COUNT": restarts, "SLURM_JOB_NODELIST": "gpu[01-02]"}
@@ -120,12 +127,7 @@ def test_usr1_near_the_time_limit_requeues_the_job_while_the_step_runs(tmp_path)
     import signal
     import time
 
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, body in (("srun", f'echo "srun $*" >> "{tmp_path}/calls"\nexec sleep 29.5'),
-                       ("scontrol", f'echo "scontrol $*" >> "{tmp_path}/calls"')):
-        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
-        (bin_dir / name).chmod(0o755)
+    bin_dir = _fake_slurm_bin(tmp_path, "exec sleep 29.5")
     (tmp_path / "job.sbatch").write_text(script(max_restarts=0))
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_ID": "42"}
     out_file = (tmp_path / "out").open("w")  # a file: the fake srun's sleep keeps a pipe open after the script ends

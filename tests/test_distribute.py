@@ -136,7 +136,7 @@ def test_throughput_reading_words_faster_and_slower():
 
 def test_scaling_reading_for_logical_cpus_split_gpu_and_real_gpus():
     cpu = distribute.scaling_reading(1.0, 1.1, 2, "CPU", 0, 2, all_reduce_ms=1.0, step_ms=5.0)
-    assert "logical CPUs" in cpu and "about 1x" in cpu and "20% of one 5 ms step" in cpu
+    assert "logical CPUs" in cpu and "about 1x" in cpu and "20% of one 5.00 ms step" in cpu
     assert "7.70x on 8x A100 40 GB" in cpu and "15.05x on 16x V100 32 GB" in cpu and "DeepLearningExamples" in cpu
     filled = distribute.scaling_reading(1.5, 1.8, 2, "GPU", 1, 8)
     assert "logical GPUs split from 1 physical GPU" in filled

@@ -136,7 +136,7 @@ def test_scaling_reading_reads_the_reviewed_run_against_one_device_on_the_global
 @given(reduce_ms=st.floats(min_value=0, max_value=1e3), step_ms=st.floats(min_value=1e-3, max_value=1e3))
 def test_scaling_reading_quotes_the_all_reduce_share_it_was_given(reduce_ms, step_ms):
     text = distribute.scaling_reading(0.9, 1.0, 2, "CPU", 0, 2, all_reduce_ms=reduce_ms, step_ms=step_ms)
-    assert f"took {reduce_ms:.2g} ms, {reduce_ms / step_ms:.0%} of one {step_ms:.2g} ms step" in text
+    assert f"took {reduce_ms:.3f} ms, {reduce_ms / step_ms:.0%} of one {step_ms:.2f} ms step" in text
 
 
 def test_scaling_reading_leaves_out_an_unmeasured_or_nan_all_reduce():
@@ -188,32 +188,57 @@ def test_devices_reading_refuses_no_devices_and_an_unknown_kind():
 seconds = st.floats(min_value=1e-7, max_value=10.0, allow_nan=False, allow_infinity=False)
 
 
-@given(measured=seconds, predicted=seconds, within=st.sampled_from([1.0, 1.5, 2.0, 3.0, 10.0]))
-def test_prediction_reading_verdict_follows_the_printed_ratio_and_states_the_rule(measured, predicted, within):
-    text = distribute.prediction_reading("the model's gradients", measured, predicted, within)
-    ratio = float(re.search(r"ratio ([\d.]+):", text).group(1))
-    assert ratio == round(measured / predicted, 2)
+@given(measured=seconds, fixed=seconds, bytes_term=seconds, shared=st.booleans(),
+       within=st.sampled_from([1.0, 1.5, 2.0, 3.0, 10.0]), comparable=st.sampled_from([0.5, 1.0, 2.0]))
+def test_prediction_reading_tests_the_bytes_only_where_they_show_and_follows_the_printed_ratio(
+        measured, fixed, bytes_term, shared, within, comparable):
+    text = distribute.prediction_reading("the model's gradients", measured, fixed, bytes_term, shared, within,
+                                         comparable)
+    m, f, b = (round(v * 1e3, 3) for v in (measured, fixed, bytes_term))
+    assert f"measured {m:.3f} ms" in text and f"fixed cost {f:.3f} ms" in text and f"predicts {b:.3f} ms" in text
+    if b < comparable * f or b == 0:  # the fixed cost hides the bytes: no verdict on the ring
+        assert "does not test the ring's arithmetic" in text and "matches" not in text and "ratio" not in text
+        assert f"at least {comparable:g}x the fixed cost" in text
+        return
     assert f"within {within:g}x either way" in text
+    extra = round(m - f, 3)
+    if extra <= 0:
+        assert "no more than the fixed cost" in text and "does not match" in text
+        return
+    ratio = float(re.search(r"ratio ([\d.]+):", text).group(1))
+    assert ratio == round(extra / b, 2) and f"= {extra:.3f} ms for the bytes" in text
     if ratio > within:
-        assert "slower than predicted" in text and "matches" not in text
+        assert "slower than the bytes term" in text and "matches" not in text
+        assert ("share one device's memory" in text) == shared
     elif ratio * within < 1:
-        assert "faster than predicted" in text and "matches" not in text
+        assert "faster than the bytes term" in text and "matches" not in text
     else:
-        assert text.endswith(f"matches (the rule: within {within:g}x either way).")
-    assert f"measured {measured * 1e3:.2g} ms, predicted {predicted * 1e3:.2g} ms" in text
+        assert f"matches (the rule: within {within:g}x either way)" in text
 
 
-@pytest.mark.parametrize("measured, verdict", [(2.0, "matches"), (2.01, "slower"), (0.5, "matches"), (0.49, "faster")])
-def test_prediction_reading_at_the_boundary(measured, verdict):
-    assert verdict in distribute.prediction_reading("x", measured, 1.0, 2.0)
+@pytest.mark.parametrize("measured, verdict", [(3.0, "matches"), (3.01, "slower"), (1.5, "matches"),
+                                               (1.49, "faster"), (0.9, "no more than the fixed cost")])
+def test_prediction_reading_at_the_boundary(measured, verdict):  # fixed 1 ms, bytes 1 ms: the rest is the bytes
+    assert verdict in distribute.prediction_reading("x", measured / 1e3, 1e-3, 1e-3, False, 2.0)
+
+
+@pytest.mark.parametrize("bytes_ms, tested", [(0.999, False), (1.0, True), (0.026, False)])
+def test_prediction_reading_leaves_bytes_below_the_fixed_cost_untested(bytes_ms, tested):
+    text = distribute.prediction_reading("x", 1.5e-3, 1e-3, bytes_ms / 1e3, True)
+    assert ("does not test the ring's arithmetic" in text) != tested, text
 
 
 @given(bad=bad_numbers)
 def test_prediction_reading_refuses_what_is_not_a_time(bad):
     with pytest.raises(ValueError, match="measured_s="):
-        distribute.prediction_reading("x", bad, 1.0)
+        distribute.prediction_reading("x", bad, 1.0, 1.0, True)
+    with pytest.raises(ValueError, match="fixed_s="):
+        distribute.prediction_reading("x", 1.0, bad, 1.0, True)
     with pytest.raises(ValueError, match="matches_within="):
-        distribute.prediction_reading("x", 1.0, 1.0, 0.5)
+        distribute.prediction_reading("x", 1.0, 1.0, 1.0, True, 0.5)
+    with pytest.raises(ValueError, match="bytes_s="):
+        distribute.prediction_reading("x", 1.0, 1.0, -1.0, True)
+    assert "does not test" in distribute.prediction_reading("x", 1.0, 1.0, 0.0, True)  # one replica: no bytes
 
 
 @given(times=st.dictionaries(st.sampled_from(["default", "hierarchical", "one device", "nccl"]),
@@ -222,10 +247,10 @@ def test_prediction_reading_refuses_what_is_not_a_time(bad):
 def test_choices_lines_name_the_fastest_of_the_printed_times_and_the_near_ones(times, band):
     lines = distribute.choices_lines(times, band)
     assert len(lines) == len(times) + 1
-    ran = {k: float(f"{v * 1e3:.2g}") for k, v in times.items() if not isinstance(v, str)}
+    ran = {k: round(v * 1e3, 3) for k, v in times.items() if not isinstance(v, str)}
     for name, value in times.items():
         line = next(line for line in lines[:-1] if line.startswith(name + " "))
-        assert (value in line) if isinstance(value, str) else line.endswith(f"{ran[name]:g} ms")
+        assert (value in line) if isinstance(value, str) else line.endswith(f"{ran[name]:.3f} ms")
     last = lines[-1]
     if not ran:
         assert last == "None of the choices ran here."

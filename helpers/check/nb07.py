@@ -31,6 +31,26 @@ def _close(a: float, b: float, rel: float = 1e-4) -> bool:
     return math.isclose(a, b, rel_tol=rel, abs_tol=1e-7)
 
 
+def _numbers_for_every_case(answer, name: str, cases, calls: list[str], none_hint: str, number_hint: str):
+    """The answer's finite numbers for every case, or the feedback that stops the check: an error, None for some
+    inputs (`none_hint`), or something that is not a finite number (`number_hint`)."""
+    outs = []
+    for case in cases:
+        out, fb = call(answer, *case, show_args=True)
+        if fb is not None:
+            return None, fb
+        outs.append(out)
+    if (fb := _none_for_some(name, calls, outs, none_hint)) is not None:
+        return None, fb
+    got = []
+    for shown, out in zip(calls, outs, strict=True):
+        value = number(out)
+        if value is None or not math.isfinite(value):
+            return None, wrong(f"{shown} returned {out!r}. {number_hint}")
+        got.append(value)
+    return got, None
+
+
 def _none_for_some(name: str, calls: list[str], outs: list[Any], why: str) -> Feedback | None:
     """None for every call: not written yet (:func:`returned_none`); None for some: name the calls that gave it."""
     if all(out is None for out in outs):
@@ -239,22 +259,12 @@ def scaling_efficiency(answer: Any) -> Feedback:
     """
     if (fb := _callable_or_feedback(answer, "scaling_efficiency(samples_1, samples_n, n)")) is not None:
         return fb
-    outs = []
-    for s1, sn, n in THROUGHPUTS:
-        out, fb = call(answer, s1, sn, n, show_args=True)
-        if fb is not None:
-            return fb
-        outs.append(out)
     calls = [f"scaling_efficiency({s1:g}, {sn:g}, {n})" for s1, sn, n in THROUGHPUTS]
-    if (fb := _none_for_some("scaling_efficiency", calls, outs, "Return a number for every input: with n = 1 the "
-                             "efficiency is samples_n / samples_1 / 1, the same formula.")) is not None:
+    got, fb = _numbers_for_every_case(answer, "scaling_efficiency", THROUGHPUTS, calls,
+                                      "Return a number for every input: with n = 1 the efficiency is samples_n / "
+                                      "samples_1 / 1, the same formula.", "Return a number.")
+    if fb is not None:
         return fb
-    got = []
-    for (s1, sn, n), out in zip(THROUGHPUTS, outs, strict=True):
-        value = number(out)
-        if value is None or not math.isfinite(value):
-            return wrong(f"scaling_efficiency({s1:g}, {sn:g}, {n}) returned {out!r}. Return a number.")
-        got.append(value)
     rights = [sn / s1 / n for s1, sn, n in THROUGHPUTS]
     if not all(_close(v, r, EXACT) for v, r in zip(got, rights, strict=True)):
         i = next(i for i, (v, r) in enumerate(zip(got, rights, strict=True)) if not _close(v, r, EXACT))
@@ -362,22 +372,12 @@ def ring_send_mb(answer: Any) -> Feedback:
     """
     if (fb := _callable_or_feedback(answer, "ring_send_mb(params, bytes_per_value, replicas)")) is not None:
         return fb
-    outs = []
-    for p, b, r in RINGS:
-        out, fb = call(answer, p, b, r, show_args=True)
-        if fb is not None:
-            return fb
-        outs.append(out)
     calls = [f"ring_send_mb({p}, {b}, {r})" for p, b, r in RINGS]
-    if (fb := _none_for_some("ring_send_mb", calls, outs, "Return a number for every input: one replica sends "
-                             "nothing, 0 MB, which the formula gives too ((replicas - 1) is 0).")) is not None:
+    got, fb = _numbers_for_every_case(answer, "ring_send_mb", RINGS, calls,
+                                      "Return a number for every input: one replica sends nothing, 0 MB, which the "
+                                      "formula gives too ((replicas - 1) is 0).", "Return a number of megabytes.")
+    if fb is not None:
         return fb
-    got = []
-    for (p, b, r), out in zip(RINGS, outs, strict=True):
-        value = number(out)
-        if value is None or not math.isfinite(value):
-            return wrong(f"ring_send_mb({p}, {b}, {r}) returned {out!r}. Return a number of megabytes.")
-        got.append(value)
     rights = [2 * (r - 1) / r * p * b / 1e6 for p, b, r in RINGS]
     if all(_close(v, w, EXACT) for v, w in zip(got, rights, strict=True)):
         return Feedback(True, f"Right on all {len(RINGS)} made-up cases: {rights[0]:.3f} MB for this notebook's model "

@@ -83,7 +83,8 @@ def test_notebook_07_splits_one_gpu_into_small_fixed_parts(capsys):
 
 
 def test_every_mirrored_strategy_in_notebook_07_names_its_devices():
-    """MirroredStrategy() without devices takes every GPU: 8 replicas on an 8-GPU server asked for 2."""
+    """MirroredStrategy() without devices takes every GPU: 8 replicas on an 8-GPU server asked for 2. The
+    notebook's `mirrored(devices, ...)` passes its devices on."""
     import ast
     import json
 
@@ -91,8 +92,8 @@ def test_every_mirrored_strategy_in_notebook_07_names_its_devices():
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"
                      and not "".join(c["source"]).startswith("%%"))
     calls = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call)
-             and ast.unparse(n.func).endswith("MirroredStrategy")]
-    assert len(calls) >= 2, "07 creates its strategies with tf.distribute.MirroredStrategy"
+             and (ast.unparse(n.func).endswith("MirroredStrategy") or ast.unparse(n.func) == "mirrored")]
+    assert len(calls) >= 2, "07 creates its strategies with tf.distribute.MirroredStrategy (through `mirrored`)"
     for call in calls:
         assert call.args or any(k.arg == "devices" for k in call.keywords), ast.unparse(call)
 
@@ -141,6 +142,7 @@ def _choices(kind: str, n: int, gpu_count: int) -> dict:
 
     namespace = {"tf": tf, "kind": kind, "n": n, "hw": SimpleNamespace(gpu_count=gpu_count),
                  "devices": [f"/device:{kind}:{i}" for i in range(n)], "time_all_reduce": time_all_reduce,
+                 "mirrored": tf.distribute.MirroredStrategy,
                  "grad_shapes": [[784, 256]], "repeats": 2, "model_grads": "the model's gradients",
                  "reduce_s": {"the model's gradients": 0.002}}
     exec(_cell("allreduce-5"), namespace)
@@ -159,3 +161,21 @@ def test_notebook_07_runs_nccl_only_where_every_replica_has_its_own_gpu():
     kept = nccl.removeprefix("failed: OpError: ").removesuffix(" ...")
     assert NCCL_ON_CPU.startswith(kept) and NCCL_ON_CPU[len(kept)] == " ", "cut between words"
     assert cpu["default (CollectiveAllReduce)"] == 0.002
+
+
+def test_each_strategy_of_notebook_07_gets_collective_numbers_of_its_own():
+    """Strategies made one after another in one process (07 makes several, and a learner may run it twice in one
+    kernel) must not share collective numbers: two all-reduces of different shapes under one number fail with
+    "Shape mismatch in the collective instance". `mirrored` raises the key base before each strategy."""
+    import json
+
+    import tensorflow as tf
+
+    nb = json.loads((nbrun.NOTEBOOKS / NAME).read_text())
+    source = next("".join(c["source"]) for c in nb["cells"] if "".join(c["source"]).startswith("def mirrored("))
+    namespace = {"tf": tf}
+    exec(source, namespace)
+    first = namespace["mirrored"](["/cpu:0"])
+    second = namespace["mirrored"](["/cpu:0"])
+    keys = [s.extended._collective_keys.get_group_key(["/cpu:0"]) for s in (first, second)]
+    assert keys[1] - keys[0] >= 100_000, keys

@@ -25,7 +25,6 @@ Used by notebook 08 (a printed script) and ``tests/test_slurm_job.py`` (a real r
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shlex
@@ -232,15 +231,3 @@ def tf_config_from_slurm(port_base: int = 8888, gpus_per_task: int = 0,
         cluster = resolver.cluster_spec().as_dict()
         task_type, task_id = resolver.get_task_info()
     return {"cluster": cluster, "task": {"type": task_type, "index": task_id}}
-
-
-def set_tf_config_from_slurm(port_base: int = 8888, gpus_per_task: int = 0) -> dict[str, Any]:
-    """Sets ``TF_CONFIG`` in this process from :func:`tf_config_from_slurm` (call it before TensorFlow runs).
-
-    Example:
-        >>> callable(set_tf_config_from_slurm)  # inside a SLURM task: set_tf_config_from_slurm(port_base=2222)
-        True
-    """
-    config = tf_config_from_slurm(port_base=port_base, gpus_per_task=gpus_per_task)
-    os.environ["TF_CONFIG"] = json.dumps(config)
-    return config

@@ -177,9 +177,9 @@ def test_tf_config_lists_every_task_and_gives_tasks_of_a_node_consecutive_ports(
 
 def test_the_gpus_slurm_bound_to_the_task_are_kept(slurm_task):
     slurm_task(1, "gpu[07-08]", "1(x2)", 2, cuda="GPU-8f2c1a7e-0000-1111-2222-333344445555")
-    config = slurm.set_tf_config_from_slurm(port_base=2222, gpus_per_task=1)
+    config = slurm.tf_config_from_slurm(port_base=2222, gpus_per_task=1)
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "GPU-8f2c1a7e-0000-1111-2222-333344445555"
-    assert config["task"] == {"type": "worker", "index": 1} and "gpu08:2222" in os.environ["TF_CONFIG"]
+    assert config["task"] == {"type": "worker", "index": 1} and "gpu08:2222" in config["cluster"]["worker"]
 
 
 def test_tensorflows_own_gpu_setting_would_overwrite_slurms_binding(slurm_task):

@@ -30,7 +30,7 @@ def test_requirements_pin_the_dashboard_and_say_it_runs_without_a_gpu():
     above = lines[: next(i for i, line in enumerate(lines) if line.startswith(f"{NAME}=="))]
     comment = []  # the comment lines right above the pin
     while above and above[-1].startswith("#"):
-        comment.insert(0, above.pop())
+        comment.insert(0, above.pop().lstrip("# "))
     comment = " ".join(comment).lower()
     assert re.fullmatch(r"\d+\.\d+\.\d+", pinned_version())
     assert "without a gpu" in comment and "machine resources" in comment, comment

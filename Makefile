@@ -72,9 +72,9 @@ lint: $(TEST_STAMP)
 
 test: $(TEST_STAMP) kernel lint
 	$(VENV)/bin/nbstripout --verify --keep-id --keep-count notebooks/*.ipynb
-	$(OFFLINE) $(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow and not browser and not colab" --doctest-modules tests helpers
-	COURSE_SMOKE=1 $(OFFLINE) $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval-lax \
-		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider notebooks
+	$(OFFLINE) $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -p tests.notebook_session \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider \
+		-m "not slow and not browser and not colab" --doctest-modules notebooks tests helpers
 
 # The learner's path in a real browser: Debian's chromium (installed with apt-get when missing and we are
 # root) driven by Playwright. Playwright's own browser download is never used.

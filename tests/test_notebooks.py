@@ -1,11 +1,10 @@
-"""Every notebook runs under papermill in smoke mode, in a temporary folder, and its claims hold.
+"""Notebook runs beside `make test`'s main one, and the claims modules' presence.
 
-Each notebook writes its key results to RESULTS_PATH; ``tests/claims/nbNN.py`` asserts on them.
-The claims run takes the paths a CPU laptop never takes by itself: the course sits in a folder whose
-name has a space (a copy of the working tree), the working folder is outside the course, and Keras
-resolves ``jit_compile="auto"`` as on a GPU machine (``tests/gpu_path``). The twice-in-a-row run takes
-the plain CPU path from the repository. Both run kernels that forward C++ stderr to the page, as
-JupyterLab's do. Learner-size runs are in ``test_learner_runs`` (``make test-full``).
+The main run of every notebook (its claims, twice in a row in one kernel, and nbval's recorded outputs,
+all in one kernel) is collected from ``notebooks/`` by the plugin ``tests/notebook_session.py``. Here: the
+probe of the GPU compile path that run takes, the variants that need a kernel of their own (CUDA hidden,
+TensorFlow's path on CPUs without AVX-512), and the learner-size runs (``test_learner_runs``, ``make test-full``).
+Each notebook's claims (``tests/claims/nbNN.py``) assert on the key results it writes to RESULTS_PATH.
 """
 
 import importlib
@@ -18,25 +17,6 @@ NOTEBOOKS = nbrun.present()
 
 def claims_for(name: str):
     return importlib.import_module(f"claims.nb{name[:2]}")
-
-
-@pytest.fixture(scope="session")
-def course_with_a_space(tmp_path_factory):
-    return nbrun.copy_course(tmp_path_factory.mktemp("home") / "Documents" / "ML course")
-
-
-@pytest.mark.notebook
-@pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_claims_hold_in_smoke_mode(name, tmp_path, monkeypatch, course_with_a_space):
-    """From a course folder with a space in its path, on the compile path of a GPU machine."""
-    monkeypatch.delenv("COURSE_SMOKE", raising=False)  # papermill sets SMOKE itself
-    workdir = tmp_path / "my runs"
-    run = nbrun.run_notebook(name, workdir, smoke=True, course=course_with_a_space, gpu_path=True)
-    print(f"{name}: smoke run {run.seconds:.1f} s")
-    claims_for(name).check(run)
-    leftovers = {p.name for p in workdir.iterdir()} - {name, "results.json", "scratch", "ipython"}
-    assert not leftovers, f"{name} wrote outside its scratch folder: {leftovers}"
-    assert not (course_with_a_space / "scratch").exists(), f"{name} wrote into the course folder"
 
 
 GPU_PATH_PROBE = """
@@ -95,27 +75,6 @@ def test_learner_runs(name, tmp_path, monkeypatch):
     run = nbrun.run_notebook(name, tmp_path, smoke=False, timeout=1200)
     print(f"\n{name}: learner run {run.seconds:.1f} s")
     claims_for(name).check(run)
-
-
-@pytest.mark.notebook
-@pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_runs_twice_in_a_row_in_one_kernel(name, tmp_path, monkeypatch):
-    """CONTRIBUTING.md: "twice in a row in one kernel" - the setup cell and every demo are idempotent."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    monkeypatch.setenv("COURSE_SMOKE", "1")
-    monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)  # descriptor 2 reaches the page, as in JupyterLab
-    for key, value in nbrun.kernel_environment(tmp_path).items():
-        monkeypatch.setenv(key, value)
-    nb = nbformat.read(nbrun.NOTEBOOKS / name, as_version=4)
-    client = NotebookClient(nb, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(tmp_path)}})
-    with client.setup_kernel():
-        for _ in range(2):
-            for index, cell in enumerate(nb.cells):
-                client.execute_cell(cell, index)  # raises CellExecutionError on any error
-    red = nbrun.stderr_text(nb)
-    assert red == "", f"{name}: stderr on the second run: {red}"
 
 
 @pytest.mark.notebook

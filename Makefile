@@ -32,7 +32,7 @@ help:
 	@echo "make test-colab run every notebook alone on a Colab-like runtime (Python 3.12, TF 2.20, Keras 3.13)"
 	@echo "make test-kaggle run every notebook alone on a Kaggle-like runtime (no google.colab, Kaggle's variables)"
 	@echo "make test-slurm  as root: a one-node SLURM cluster here; notebook 08's worker as a job, killed, requeued"
-	@echo "make book       execute every notebook (learner sizes) and render build/book/index.html"
+	@echo "make book       the course site: every notebook executed (learner sizes), built offline into build/book/"
 	@echo "make bench      measure notebook times, make test, the timer and matmul rates: benchmarks/RESULTS.md"
 	@echo "make gpu-check  on a machine with an NVIDIA GPU: every notebook at learner sizes, claims asserted, a report to send"
 	@echo "make doctor     readiness table of this machine (for instructors)"
@@ -127,8 +127,15 @@ tensorboard: $(RUNTIME_STAMP)
 	@test -d $(TB_LOGDIR) || echo "No traces in $(TB_LOGDIR) yet: run notebooks/04_input_pipelines.ipynb first."
 	$(VENV)/bin/tensorboard --logdir $(TB_LOGDIR) --host 127.0.0.1 --port $(TB_PORT)
 
-# A static HTML site of the executed course (learner sizes), built with the network cut: build/book/index.html.
-book: $(TEST_STAMP) kernel
+# The course site, made by Sphinx with MyST-NB and sphinx-book-theme (book/conf.py, requirements-book.txt):
+# every notebook executed with papermill at learner sizes, two at a time, then rendered with the network cut
+# into build/book/ (index.html). BOOK_ARGS="--smoke" for quick sizes, "--executed DIR" for notebooks run elsewhere.
+BOOK_STAMP := $(VENV)/.installed-book
+$(BOOK_STAMP): $(TEST_STAMP) requirements-book.txt
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-book.txt
+	@touch $@
+
+book: $(BOOK_STAMP) kernel
 	$(OFFLINE) $(PY) tools/build_book.py $(BOOK_ARGS)
 
 # Measures the course on this machine and writes benchmarks/RESULTS.md (about half an hour on 2 cores).

@@ -8,7 +8,8 @@
 2. `make test`'s wall time, and where it goes: the installer's check, a Jupyter kernel start, the
    TensorFlow import, and the notebook executions;
 3. `helpers.bench` against a synchronised reference under asynchronous execution (and a naive timer);
-4. matmul GFLOP/s as notebook 03 measures it, against the CPU's peak and NumPy's BLAS in the same run.
+4. matmul GFLOP/s as notebook 03 measures it, against the CPU's peak and NumPy's BLAS in the same run;
+5. `make test` and the CI script, each from a fresh clone, against their targets (benchmarks/suites.py).
 
 Timings are reported, never asserted as absolute numbers; the learner target (<= 120 s per notebook
 on 2 cores) is reported as met or missed.
@@ -32,6 +33,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import nbrun  # noqa: E402
 import notebook_times  # noqa: E402
+import suites  # noqa: E402
 
 
 def _seconds(cmd: list[str], **kwargs) -> float:
@@ -140,8 +142,10 @@ def report(times, smoke, make_test, timer, rates) -> str:
     lines += ["## Where `make test`'s time goes", "", "| part | seconds |", "| --- | --- |"]
     lines += [f"| {k} | {v:.1f} |" for k, v in make_test.items()]
     if smoke:
-        lines.append(f"| notebook executions at smoke size, summed (make test runs each 3 times: claims, twice in "
-                     f"a kernel, nbval; on 2 workers) | {sum(smoke.values()):.0f} |")
+        lines.append(f"| one smoke-size execution of every notebook, summed (make test runs each twice in one kernel: "
+                     f"the claims pass, then nbval's cells; on 2 workers) | {sum(smoke.values()):.0f} |")
+    if suites.SUITES_JSON.exists():
+        lines += ["", *suites.section(json.loads(suites.SUITES_JSON.read_text()))]
     lines += ["", "## `helpers.bench` under asynchronous execution", "",
               "Ten independent 1024x1024 matmuls, TensorFlow's asynchronous eager mode, 1 thread, 5 interleaved "
               "repeats (the experiment of tests/test_bench.py):", "",
@@ -165,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notebooks", nargs="*", default=None, help="default: every notebook")
     parser.add_argument("--skip-make-test", action="store_true", help="do not time a whole `make test`")
+    parser.add_argument("--skip-suites", action="store_true",
+                        help="do not time `make test` and the CI script from fresh clones (benchmarks/suites.py)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[128, 256, 512, 1024, 2048])
     args = parser.parse_args(argv)
     names = nbrun.present() if args.notebooks is None else args.notebooks
@@ -172,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     times = notebook_times.load()
     smoke = smoke_seconds(names)
     make_test = where_make_test_goes(not args.skip_make_test)
+    if not args.skip_suites:
+        suites.SUITES_JSON.write_text(json.dumps(suites.measure(), indent=1) + "\n")
     timer = async_timer()
     rates = matmul_rates(args.sizes)
     plot(rates, ROOT / "benchmarks" / "matmul.png")

@@ -27,4 +27,24 @@ def test_matmul_rates_plot_and_report_work_on_a_small_size(tmp_path):
              "learner_s": {"00_x.ipynb": {"onednn": 4.0, "eigen": 130.0}}}
     text = bench.report(times, {"00_x.ipynb": 3.0}, {"one part": 1.0}, timer, rates)
     assert "| 00_x.ipynb | 4.0 | 130.0 | MISSED |" in text and "| 64 |" in text
-    assert "summed (make test runs each 3 times" in text and "| 3 |" in text
+    assert "summed (make test runs each twice in one kernel" in text and "| 3 |" in text
+
+
+def test_the_suites_section_reports_each_suite_against_its_target_and_replaces_the_old_one():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import suites
+
+    data = {"measured": "2026-11-24", "commit": "abc1234", "machine": "a CPU, 2 logical cores",
+            "suites": {"make test": {"seconds": 359.0, "ok": True, "counts": {"passed": 2700}},
+                       "CI script (.ci/run)": {"seconds": 721.0, "ok": False, "counts": {"passed": 30, "failed": 1},
+                                               "targets_s": {"make test": 359}}}}
+    lines = suites.section(data)
+    assert "| make test | 6.0 min (359 s) | 6 min | 2700 passed | passed, target met |" in lines
+    assert "| CI script (.ci/run) | 12.0 min (721 s) | 12 min | 30 passed, 1 failed | FAILED, target MISSED |" in lines
+    old = "# Benchmarks\n\n" + suites.HEADING + "\n\nstale figures\n\n## Matmul\nkept\n"
+    new = suites.splice(old, lines)
+    assert "stale figures" not in new and new.endswith("## Matmul\nkept\n") and new.count(suites.HEADING) == 1
+    assert suites._counts("=== 5 passed, 2 skipped in 3.1s ===\n=== 1 failed, 4 passed in 1s ===") == {
+        "passed": 9, "skipped": 2, "failed": 1}

@@ -1,0 +1,121 @@
+"""How long the test suites take from a fresh clone: `make test`, and the CI script (`.ci/run`).
+
+    .venv/bin/python benchmarks/suites.py [--skip-ci]      (or `make bench`, which calls measure())
+
+Each suite runs in a new `git clone` of this repository's HEAD (no .venv: it installs what it needs from
+pip's cache, as CI does), one after the other, on an otherwise quiet machine. Written to
+benchmarks/suites.json and to the "Test suites" section of benchmarks/RESULTS.md. The targets (make test
+within 6 minutes, the CI script within 12, on 2 cores) are reported as met or missed, never asserted by a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITES_JSON = ROOT / "benchmarks" / "suites.json"
+RESULTS_MD = ROOT / "benchmarks" / "RESULTS.md"
+TARGETS_S = {"make test": 6 * 60, "CI script (.ci/run)": 12 * 60}
+HEADING = "## Test suites from a fresh clone"
+
+
+def _counts(text: str) -> dict[str, int]:
+    """pytest's summary counts summed over every session in `text` (passed, skipped, failed, ...).
+
+    Example:
+        >>> _counts("== 3 passed, 1 skipped in 2.0s ==\\n== 2 passed in 1.0s ==")
+        {'passed': 5, 'skipped': 1}
+    """
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        if re.search(r"\d+ (passed|failed|error)", line) and " in " in line:
+            for number, word in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected|xfailed)", line):
+                counts[word] = counts.get(word, 0) + int(number)
+    return counts
+
+
+def _fresh_clone_run(command: list[str]) -> tuple[float, str, int]:
+    with tempfile.TemporaryDirectory() as tmp:
+        clone = Path(tmp) / "c"
+        subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        start = time.perf_counter()
+        done = subprocess.run(command, cwd=clone, capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+    return seconds, done.stdout + done.stderr, done.returncode
+
+
+def measure(ci: bool = True) -> dict:
+    """Run `make test`, then (if `ci`) the CI script, each from a fresh clone; return the figures."""
+    from helpers import cpu
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    out: dict = {"measured": time.strftime("%Y-%m-%d", time.gmtime()), "commit": commit,
+                 "machine": f"{cpu.model_name()}, {os.cpu_count()} logical cores", "suites": {}}
+    seconds, text, code = _fresh_clone_run(["make", "test"])
+    out["suites"]["make test"] = {"seconds": round(seconds, 1), "ok": code == 0, "counts": _counts(text)}
+    if ci:
+        seconds, text, code = _fresh_clone_run(["bash", ".ci/run"])
+        targets = {f"make {name}": int(s) for name, s in re.findall(r"^make (\S+) took (\d+) s$", text, re.M)}
+        out["suites"]["CI script (.ci/run)"] = {"seconds": round(seconds, 1), "ok": code == 0,
+                                                "counts": _counts(text), "targets_s": targets}
+    return out
+
+
+def section(data: dict) -> list[str]:
+    """The RESULTS.md lines of the suites' figures, each against its target."""
+    lines = [HEADING, "", f"Measured {data['measured']} at commit {data['commit']} on {data['machine']}: each suite in "
+             "a new `git clone` (pip's cache warm, no .venv yet), one at a time, nothing else running.", "",
+             "| suite | wall time | target | tests | result |", "| --- | --- | --- | --- | --- |"]
+    for name, suite in data["suites"].items():
+        target = TARGETS_S.get(name)
+        verdict = ("met" if suite["seconds"] <= target else "MISSED") if target else ""
+        counts = ", ".join(f"{v} {k}" for k, v in suite["counts"].items()) or "n/a"
+        lines.append(f"| {name} | {suite['seconds'] / 60:.1f} min ({suite['seconds']:.0f} s) | "
+                     f"{target // 60 if target else '-'} min | {counts} | "
+                     f"{'passed' if suite['ok'] else 'FAILED'}, target {verdict} |")
+    for name, suite in data["suites"].items():
+        if suite.get("targets_s"):
+            parts = ", ".join(f"`{t}` {s} s" for t, s in suite["targets_s"].items())
+            lines += ["", f"{name}, by target: {parts}."]
+    return lines + [""]
+
+
+def splice(results_md: str, lines: list[str]) -> str:
+    """`results_md` with its suites section replaced by `lines` (appended if it has none).
+
+    Example:
+        >>> old = "# B\\n\\n" + HEADING + "\\n\\nold\\n\\n## Next\\nx\\n"
+        >>> splice(old, [HEADING, "new", ""]) == "# B\\n\\n" + HEADING + "\\nnew\\n\\n## Next\\nx\\n"
+        True
+    """
+    text = "\n".join(lines)
+    start = results_md.find(HEADING)
+    if start < 0:
+        return results_md.rstrip("\n") + "\n\n" + text + "\n"
+    end = results_md.find("\n## ", start + len(HEADING))
+    return results_md[:start] + text + (results_md[end:] if end >= 0 else "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-ci", action="store_true", help="time `make test` only")
+    args = parser.parse_args(argv)
+    data = measure(ci=not args.skip_ci)
+    SUITES_JSON.write_text(json.dumps(data, indent=1) + "\n")
+    RESULTS_MD.write_text(splice(RESULTS_MD.read_text(), section(data)))
+    print("\n".join(section(data)))
+    return 0 if all(s["ok"] for s in data["suites"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())

@@ -33,6 +33,7 @@ help:
 	@echo "make test-kaggle run every notebook alone on a Kaggle-like runtime (no google.colab, Kaggle's variables)"
 	@echo "make test-slurm  as root: a one-node SLURM cluster here; notebook 08's worker as a job, killed, requeued"
 	@echo "make book       the course site: every notebook executed (learner sizes), built offline into build/book/"
+	@echo "make student    classroom copies without the solutions, in build/student/ (make test-student runs them)"
 	@echo "make bench      measure notebook times, make test, the timer and matmul rates: benchmarks/RESULTS.md"
 	@echo "make gpu-check  on a machine with an NVIDIA GPU: every notebook at learner sizes, claims asserted, a report to send"
 	@echo "make doctor     readiness table of this machine (for instructors)"
@@ -147,3 +148,15 @@ bench: $(TEST_STAMP) kernel
 .PHONY: gpu-check
 gpu-check: $(TEST_STAMP) kernel
 	$(PY) tools/gpu_check.py $(GPU_CHECK_ARGS)
+
+# Classroom copies: every notebook without its Solutions section, exercises and checks kept, in build/student/
+# (tools/make_student.py). STUDENT_ARGS="--out DIR 03_cpu_vs_gpu_timing.ipynb" for another folder or some notebooks.
+.PHONY: student test-student
+student: $(RUNTIME_STAMP)
+	$(PY) tools/make_student.py $(STUDENT_ARGS)
+
+# Each student copy run as a learner who answers nothing (papermill, smoke sizes, network cut): no error, no stderr,
+# every check "Not answered yet", the tally counts them. About a smoke run of the course; STUDENT_TESTS="-k 04_" for one.
+test-student: $(TEST_STAMP) kernel
+	COURSE_STUDENT_RUN=1 $(OFFLINE) $(PY) -m pytest -n $(PYTEST_WORKERS) -m notebook -p no:cacheprovider \
+		tests/test_student.py $(STUDENT_TESTS)

@@ -5,7 +5,9 @@ calls stay on the notebook's page. Here live the notebook's batch-size limits
 (:func:`check_batch_size`), timing of rivals in alternating rounds (:func:`interleaved`,
 :func:`separable`), the capture of TensorFlow's Python warnings (:func:`captured_tf_warnings`), the
 summary of xprof's input-pipeline tool (:func:`input_pipeline_summary`), the command that opens a
-trace in TensorBoard (:func:`tensorboard_command`), the number of cores tf.data may use
+trace in TensorBoard from a terminal (:func:`tensorboard_command`), the plumbing of the inline TensorBoard
+(this kernel's port on 127.0.0.1, :func:`tensorboard_port`; the servers this kernel started,
+:func:`tensorboard_servers`; their stop, :func:`stop_tensorboard`), the number of cores tf.data may use
 (:func:`schedulable_cores`), the share of the step spent waiting for input read from three timings
 (:func:`wait_share`), its range within the timings' spread (:func:`wait_range`) and its label by the
 thresholds the notebook shows on its page (:func:`wait_level`), and the sentences that read the
@@ -162,6 +164,180 @@ def tensorboard_command(logdir: str | Path, port: int = 6006) -> str:
     lines.append(f"{program} --logdir {logdir} --host 127.0.0.1 --port {port}")
     lines.append(f"then open http://127.0.0.1:{port}/#profile and pick a run (naive or tuned) and a tool.")
     return "\n".join(lines)
+
+
+# Inline TensorBoard (section "Opening the trace in TensorBoard"). `%tensorboard` (tensorboard/notebook.py) hands its
+# arguments to tensorboard.manager.start, which reuses a running server whose cache key (the working folder and
+# the arguments) matches, or starts `tensorboard` (from PATH, or $TENSORBOARD_BINARY) as a child of the kernel and
+# waits, polling every 0.5 s for up to 60 s, until the child writes its record,
+# <temp dir>/.tensorboard-info/pid-<pid>.info. The child removes that record when it exits cleanly (SIGTERM).
+TENSORBOARD_HOST = "127.0.0.1"  # never the wildcard: --bind_all would serve the traces to the whole network
+_kernel_port: int | None = None
+_stop_at_exit = False
+
+
+def _port_free(port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((TENSORBOARD_HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def _tensorboard_info_dir() -> Path:
+    """Where TensorBoard records its running servers: tensorboard.manager._get_info_dir, computed the same way."""
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / ".tensorboard-info"
+
+
+def _is_tensorboard(cmdline: Sequence[str]) -> bool:
+    names = [Path(arg).name for arg in cmdline[:2]]
+    return any(n in ("tensorboard", "tensorboard.exe") for n in names) or "tensorboard.main" in cmdline[:3]
+
+
+def _flag(cmdline: Sequence[str], name: str) -> str | None:
+    for i, arg in enumerate(cmdline):
+        if arg == name and i + 1 < len(cmdline):
+            return cmdline[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _forget_stale_records() -> list[int]:
+    """Remove the records of TensorBoard servers that no longer run (killed without a chance to clean up).
+
+    tensorboard.manager would otherwise offer such a record for reuse ("Reusing TensorBoard on port ...")
+    and show an empty frame. Returns the pids whose records were removed.
+    """
+    import psutil
+
+    removed = []
+    for record in sorted(_tensorboard_info_dir().glob("pid-*.info")):
+        match = re.fullmatch(r"pid-(\d+)\.info", record.name)
+        if match and not psutil.pid_exists(int(match.group(1))):
+            with contextlib.suppress(OSError):
+                record.unlink()
+                removed.append(int(match.group(1)))
+    return removed
+
+
+def tensorboard_port(logdir: str | Path) -> int:
+    """Get ready for ``%tensorboard`` on `logdir`; return this kernel's port for it on 127.0.0.1.
+
+    The port is one the operating system reports free, chosen once per Python process and kept while
+    it stays free or serves this process's own TensorBoard: running the cell again reuses this
+    kernel's server, and two kernels (two learners on one server, two tests at once) never share one.
+    It also points ``%tensorboard`` at the ``tensorboard`` of this Python's environment when there is
+    one ($TENSORBOARD_BINARY; a JupyterLab started without activating the environment has it off
+    PATH), forgets the records of servers that no longer run, and arranges for this process's
+    servers to be stopped when it exits (:func:`stop_tensorboard`).
+
+    Example:
+        >>> import tempfile
+        >>> 1024 <= tensorboard_port(tempfile.gettempdir()) <= 65535
+        True
+    """
+    global _kernel_port, _stop_at_exit
+    if not isinstance(logdir, (str, Path)) or not Path(logdir).is_dir():
+        raise ValueError(f"logdir={str(logdir)!r} is not a folder: pass the folder the profiler wrote its traces "
+                         "under (trace_root).")
+    for name in ("tensorboard", "tensorboard.exe"):
+        exe = Path(sys.executable).parent / name
+        if exe.exists():
+            os.environ.setdefault("TENSORBOARD_BINARY", str(exe))
+            break
+    _forget_stale_records()
+    if not _stop_at_exit:
+        import atexit
+
+        atexit.register(stop_tensorboard)
+        _stop_at_exit = True
+    ours = {server["port"] for server in tensorboard_servers()}
+    if _kernel_port is None or not (_kernel_port in ours or _port_free(_kernel_port)):
+        import socket
+
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((TENSORBOARD_HOST, 0))  # port 0: the operating system picks a free one
+            _kernel_port = int(s.getsockname()[1])
+    return _kernel_port
+
+
+def _tensorboard_children(port: int | None = None) -> list[Any]:
+    import psutil
+
+    found = []
+    for child in psutil.Process().children():
+        try:
+            cmdline = child.cmdline()
+        except psutil.Error:  # exited meanwhile, or a zombie
+            continue
+        if _is_tensorboard(cmdline) and (port is None or (_flag(cmdline, "--port") or "6006") == str(port)):
+            found.append(child)
+    return found
+
+
+def tensorboard_servers(port: int | None = None) -> list[dict[str, Any]]:
+    """The TensorBoard servers this Python process started (its children), on `port` or on any port.
+
+    Each is a dict: ``pid``, ``port`` (from its command line), ``listening`` (the addresses its sockets
+    listen on, as ``"ip:port"``) and ``logdir``.
+
+    Example:
+        >>> tensorboard_servers()  # none started here
+        []
+    """
+    import psutil
+
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535):
+        raise ValueError(f"port={port!r}: use an integer from 0 to 65535, or None for any port.")
+    servers = []
+    for child in _tensorboard_children(port):
+        try:
+            cmdline = child.cmdline()
+            sockets = child.net_connections(kind="inet")
+        except psutil.Error:
+            continue
+        listening = sorted(f"{c.laddr.ip}:{c.laddr.port}" for c in sockets if c.status == psutil.CONN_LISTEN)
+        servers.append({"pid": child.pid, "port": int(_flag(cmdline, "--port") or 6006), "listening": listening,
+                        "logdir": _flag(cmdline, "--logdir") or ""})
+    return servers
+
+
+def stop_tensorboard(port: int | None = None, timeout: float = 10.0) -> list[int]:
+    """Stop the TensorBoard servers this Python process started (on `port`, or all), remove their records.
+
+    Only this process's children are touched, so a server another kernel or a terminal started stays
+    up. SIGTERM first (TensorBoard then removes its own record), SIGKILL after `timeout` seconds; each
+    is waited for, so none is left as a zombie. Returns the pids stopped, empty when none ran.
+
+    Example:
+        >>> stop_tensorboard()  # none started here
+        []
+    """
+    import psutil
+
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= 600:
+        raise ValueError(f"timeout={timeout!r}: use a number of seconds above 0, at most 600.")
+    if port is not None:
+        tensorboard_servers(port)  # checks the port
+    children = _tensorboard_children(port)
+    for child in children:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.terminate()
+    _, alive = psutil.wait_procs(children, timeout=timeout)
+    for child in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.kill()
+    psutil.wait_procs(alive, timeout=timeout)
+    for child in children:
+        with contextlib.suppress(OSError):
+            (_tensorboard_info_dir() / f"pid-{child.pid}.info").unlink()
+    return sorted(child.pid for child in children)
 
 
 def input_pipeline_summary(tool_json: str | bytes) -> dict[str, Any]:

@@ -31,7 +31,7 @@ def shared(run) -> None:
     r = run.results
     common.require(r, ("gpu_count", "images_per_s", "input_bound_fraction", "trace_dir", "profiler_verdicts",
                 "three_timings_s", "wait_share", "placement_rounds_s", "augmentation_check", "exercises_solved",
-                "wait_range", "wait_thresholds", "step_spread", "flips_repeated"))
+                "wait_range", "wait_thresholds", "step_spread", "flips_repeated", "tensorboard"))
 
     # Throughput of every variant was measured, and the tuned pipeline beats the naive one clearly.
     ips = r["images_per_s"]
@@ -107,7 +107,7 @@ def shared(run) -> None:
     if getattr(run, "workdir", None) is not None:
         assert trace_dir.resolve().is_relative_to((Path(run.workdir) / "scratch").resolve()), trace_dir
         assert list(trace_dir.glob("*/plugins/profile/*/*.xplane.pb")), f"no .xplane.pb under {trace_dir}"
-    assert "--host 127.0.0.1" in run.outputs_text() and "--bind_all" not in run.outputs_text()
+    inline_tensorboard(run)
 
     # Preprocessing placement: both measured in every round, and the reading says which way it went.
     rounds = r["placement_rounds_s"]
@@ -124,6 +124,38 @@ def shared(run) -> None:
     assert r["exercises_solved"] is True
     assert run.stderr_text() == "", f"stderr on the learner's page:\n{run.stderr_text()[:2000]}"
     assert "Traceback" not in run.outputs_text()
+
+
+def inline_tensorboard(run) -> None:
+    """The inline TensorBoard listened on 127.0.0.1 only, and the notebook's stop cell left no server running.
+
+    Holds on any hardware: the server serves files; where it runs does not depend on the device. In a real
+    run (a workdir), every pid it started must be gone from the process table by the time the claims run.
+    """
+    tb = run.results["tensorboard"]
+    assert len(tb["pids"]) == 1 and 1024 <= tb["port"] <= 65535, f"one TensorBoard on this kernel's port: {tb}"
+    assert tb["listening"] and all(a == f"127.0.0.1:{tb['port']}" for a in tb["listening"]), tb["listening"]
+    assert sorted(tb["stopped"]) == sorted(tb["pids"]), f"the stop cell did not stop what the kernel started: {tb}"
+    assert tb["start_s"] > 0, tb
+    text = run.outputs_text()
+    assert f"listens on 127.0.0.1:{tb['port']} only." in text and f"Stopped TensorBoard, pid {tb['pids'][0]}." in text
+    assert "--bind_all" not in text and "0.0.0.0" not in text
+    for name, v in run.results["profiler_verdicts"].items():  # the page points at the figures it printed
+        assert (f"Profile tab, run {name}, tool input_pipeline_analyzer: step {v['step_ms']:.1f} ms, "
+                f"waiting for input {v['input_ms']:.1f} ms") in text, name
+    if getattr(run, "workdir", None) is not None:
+        import psutil
+
+        def still_there(pid: int) -> bool:  # a zombie counts; a pid reused by another program does not
+            try:
+                return "tensorboard" in " ".join(psutil.Process(pid).cmdline())
+            except psutil.ZombieProcess:
+                return True
+            except psutil.NoSuchProcess:
+                return False
+
+        left = [pid for pid in tb["pids"] if still_there(pid)]
+        assert not left, f"TensorBoard still running after the notebook ended: pid {left}"
 
 
 MIN_ROUNDS = 5  # the notebook's MIN_ROUNDS: "faster" only after winning every one of at least this many rounds

@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import functools
 import json
 import re
 import shutil
@@ -83,8 +84,11 @@ def _source(cell: dict[str, Any]) -> str:
     return src if isinstance(src, str) else "".join(src)
 
 
+@functools.lru_cache(maxsize=4096)
 def _python(source: str) -> str:
     """A cell's source as the kernel runs it: IPython turns magics and ``!`` lines into Python, line for line."""
+    if "%" not in source and "!" not in source:  # plain Python: nothing to transform
+        return source
     from IPython.core.inputtransformer2 import TransformerManager
 
     return TransformerManager().transform_cell(source)

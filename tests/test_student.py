@@ -308,13 +308,17 @@ def test_refused_names_and_a_refused_notebook_write_nothing(tmp_path):
 def test_the_command_line_replaces_the_folder_and_says_what_is_wrong(tmp_path, capsys):
     out = tmp_path / "handout"
     out.mkdir()
-    (out / "stale.ipynb").write_text("{}")
+    (out / "stale.ipynb").write_text(json.dumps({"metadata": {"student_copy": {}}}))  # an older copy: replaced
     assert make_student.main(["--out", str(out), "01_deep_learning_basics.ipynb", "00_environment_check.ipynb"]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["00_environment_check.ipynb", "01_deep_learning_basics.ipynb"]
     assert oct(out.stat().st_mode & 0o777) == "0o755"
     assert "2 student copies in" in capsys.readouterr().out
     assert make_student.main(["--out", str(out), "1_basics.ipynb"]) == 2
     assert "names=['1_basics.ipynb']: use notebooks of the course" in capsys.readouterr().err
+    (out / "my_answers.ipynb").write_text(json.dumps({"metadata": {}}))  # not a student copy: never deleted
+    assert make_student.main(["--out", str(out)]) == 2
+    assert "out_dir=" in capsys.readouterr().err and (out / "my_answers.ipynb").exists()
+    assert make_student.main(["--out", str(nbrun.NOTEBOOKS)]) == 2 and "out_dir=" in capsys.readouterr().err
 
 
 # --- each copy run as a learner who answers nothing ----------------------------------------------------------------

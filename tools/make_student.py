@@ -306,12 +306,20 @@ def dumps(nb: dict[str, Any]) -> str:
     return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def _is_student_copy(path: Path) -> bool:
+    try:
+        return path.suffix == ".ipynb" and METADATA_KEY in json.loads(path.read_text(encoding="utf-8"))["metadata"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
 def write_student_copies(out_dir: Path = OUT_DIR, names: Sequence[str] | None = None,
                          source: Path = nbrun.NOTEBOOKS) -> list[Path]:
     """Write the student copies of `names` (default: every notebook of the course) into `out_dir`.
 
     Every copy is made before anything is written; they go to a temporary folder beside `out_dir`, which then
-    replaces `out_dir` (whatever was in it before goes). Returns the paths written, in teaching order.
+    replaces `out_dir`. An `out_dir` holding anything but student copies is refused, untouched. Returns the
+    paths written, in teaching order.
 
     Example:
         >>> import tempfile
@@ -327,8 +335,13 @@ def write_student_copies(out_dir: Path = OUT_DIR, names: Sequence[str] | None = 
     missing = [n for n in names if not (source / n).is_file()]
     if missing:
         raise ValueError(f"names={missing!r}: no such file in {source}.")
-    copies = {n: student_copy(json.loads((source / n).read_text(encoding="utf-8")), n) for n in names}
     out_dir = Path(out_dir)
+    if out_dir.exists():
+        others = [p.name for p in out_dir.iterdir() if not _is_student_copy(p)]
+        if not out_dir.is_dir() or others:
+            raise ValueError(f"out_dir={str(out_dir)!r}: use a new folder, or one that holds only student copies "
+                             f"(it is replaced as a whole; it holds {others[:3] or 'a file'}).")
+    copies = {n: student_copy(json.loads((source / n).read_text(encoding="utf-8")), n) for n in names}
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}-"))
     try:

@@ -84,7 +84,7 @@ test-browser: $(TEST_STAMP) kernel
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 		{ echo "chromium is missing: install Debian's chromium package (as root: apt-get install chromium)"; exit 1; }
-	$(PY) -m pytest -m browser tests/test_browser*.py -p no:cacheprovider
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -m browser tests/test_browser*.py -p no:cacheprovider
 
 # Colab's preinstalled TensorFlow and Keras lag the course's pins: every notebook, opened alone in a fresh
 # folder, fetches the course from a local bare clone and runs in smoke mode on Python 3.12 with them.

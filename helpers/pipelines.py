@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import json
 import logging
 import math
@@ -174,6 +175,38 @@ def tensorboard_command(logdir: str | Path, port: int = 6006) -> str:
 TENSORBOARD_HOST = "127.0.0.1"  # never the wildcard: --bind_all would serve the traces to the whole network
 _kernel_port: int | None = None
 _stop_at_exit = False
+_launcher: str | None = None
+# The program %tensorboard starts here: TensorBoard without TensorFlow. `tensorboard/main_lib.py` imports TensorFlow
+# when it is installed (most of TensorBoard's start-up time); without it, TensorBoard reads files with its own
+# reader, and the profile plugin (xprof) serves every tool notebook 04 names. A file that is both a shell and
+# a Python script, as pip writes its own console scripts, so that a path with spaces works.
+LAUNCHER = """#!/bin/sh
+'''exec' "{python}" "$0" "$@"
+' '''
+# Written by helpers.pipelines.tensorboard_port: TensorBoard, without importing TensorFlow.
+import sys
+
+sys.modules["tensorflow"] = None  # `import tensorflow` fails at once: TensorBoard uses its own file reader
+from tensorboard.main import run_main
+
+sys.argv[0] = "tensorboard"
+sys.exit(run_main())
+"""
+
+
+def _write_launcher(folder: Path) -> str | None:
+    """Write :data:`LAUNCHER` for this Python into `folder` as ``tensorboard``; None where it cannot run (Windows)."""
+    if os.name != "posix" or importlib.util.find_spec("tensorboard") is None:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    program = folder / "tensorboard"
+    text = LAUNCHER.format(python=sys.executable)
+    if not program.exists() or program.read_text() != text:
+        temporary = folder / f".tensorboard.{os.getpid()}"
+        temporary.write_text(text)
+        temporary.chmod(0o755)
+        temporary.replace(program)  # whole or not at all
+    return str(program)
 
 
 def _port_free(port: int) -> bool:
@@ -232,25 +265,29 @@ def tensorboard_port(logdir: str | Path) -> int:
     The port is one the operating system reports free, chosen once per Python process and kept while
     it stays free or serves this process's own TensorBoard: running the cell again reuses this
     kernel's server, and two kernels (two learners on one server, two tests at once) never share one.
-    It also points ``%tensorboard`` at the ``tensorboard`` of this Python's environment when there is
-    one ($TENSORBOARD_BINARY; a JupyterLab started without activating the environment has it off
-    PATH), forgets the records of servers that no longer run, and arranges for this process's
-    servers to be stopped when it exits (:func:`stop_tensorboard`).
+    It also points ``%tensorboard`` ($TENSORBOARD_BINARY, unless you set it) at :data:`LAUNCHER`,
+    written next to `logdir` as ``tensorboard_launcher/tensorboard``: this Python's TensorBoard, found
+    even when a JupyterLab was started without activating the environment, started without importing
+    TensorFlow (on Windows, the ``tensorboard`` on PATH instead). It forgets the records of servers
+    that no longer run, and arranges for this process's servers to be stopped when it exits
+    (:func:`stop_tensorboard`).
 
     Example:
         >>> import tempfile
-        >>> 1024 <= tensorboard_port(tempfile.gettempdir()) <= 65535
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     (Path(folder) / "traces").mkdir()
+        ...     port = tensorboard_port(Path(folder) / "traces")
+        >>> 1024 <= port <= 65535
         True
     """
-    global _kernel_port, _stop_at_exit
+    global _kernel_port, _stop_at_exit, _launcher
     if not isinstance(logdir, (str, Path)) or not Path(logdir).is_dir():
         raise ValueError(f"logdir={str(logdir)!r} is not a folder: pass the folder the profiler wrote its traces "
                          "under (trace_root).")
-    for name in ("tensorboard", "tensorboard.exe"):
-        exe = Path(sys.executable).parent / name
-        if exe.exists():
-            os.environ.setdefault("TENSORBOARD_BINARY", str(exe))
-            break
+    if os.environ.get("TENSORBOARD_BINARY") in (None, _launcher):  # a value you set yourself is kept
+        program = _write_launcher(Path(logdir).resolve().parent / "tensorboard_launcher")
+        if program:
+            _launcher = os.environ["TENSORBOARD_BINARY"] = program
     _forget_stale_records()
     if not _stop_at_exit:
         import atexit

@@ -134,6 +134,25 @@ def test_records_of_servers_that_no_longer_run_are_forgotten(tb):
     assert not dead.exists() and alive.exists()
 
 
+def test_the_launcher_runs_this_tensorboard_without_tensorflow_from_a_folder_with_spaces(tb, monkeypatch):
+    monkeypatch.delenv("TENSORBOARD_BINARY")
+    monkeypatch.setattr(pipelines, "_launcher", None)
+    pipelines.tensorboard_port(tb["logdir"])
+    program = tb["logdir"].parent / "tensorboard_launcher" / "tensorboard"
+    assert os.environ["TENSORBOARD_BINARY"] == str(program) and " " in str(program)
+    from tensorboard import version
+
+    # As %tensorboard starts it: the file itself, through /bin/sh, which hands it to this Python.
+    shown = subprocess.run([str(program), "--version_tb"], capture_output=True, text=True, timeout=60)
+    assert shown.stdout.strip() == version.VERSION, shown.stderr[-2000:]
+    assert "TensorFlow installation not found" in shown.stderr, "the launcher let TensorBoard import TensorFlow"
+    assert 'sys.modules["tensorflow"] = None' in program.read_text()
+    # A TENSORBOARD_BINARY set by hand is kept.
+    monkeypatch.setenv("TENSORBOARD_BINARY", "/opt/mine/tensorboard")
+    pipelines.tensorboard_port(tb["logdir"])
+    assert os.environ["TENSORBOARD_BINARY"] == "/opt/mine/tensorboard"
+
+
 def test_bad_arguments_name_the_parameter_and_the_allowed_values(tb):
     with pytest.raises(ValueError, match=r"logdir=.*missing.* is not a folder"):
         pipelines.tensorboard_port(tb["logdir"] / "missing")

@@ -125,8 +125,8 @@ clean:
 TB_PORT ?= 6006
 TB_LOGDIR ?= $(or $(COURSE_SCRATCH),scratch)/04_input_pipelines/traces
 tensorboard: $(RUNTIME_STAMP)
-	@test -d $(TB_LOGDIR) || echo "No traces in $(TB_LOGDIR) yet: run notebooks/04_input_pipelines.ipynb first."
-	$(VENV)/bin/tensorboard --logdir $(TB_LOGDIR) --host 127.0.0.1 --port $(TB_PORT)
+	@test -d "$(TB_LOGDIR)" || echo "No traces in $(TB_LOGDIR) yet: run notebooks/04_input_pipelines.ipynb first."
+	$(VENV)/bin/tensorboard --logdir "$(TB_LOGDIR)" --host 127.0.0.1 --port $(TB_PORT)
 
 # The course site, made by Sphinx with MyST-NB and sphinx-book-theme (book/conf.py, requirements-book.txt):
 # every notebook executed with papermill at learner sizes, two at a time, then rendered with the network cut

@@ -350,7 +350,9 @@ def stop_tensorboard(port: int | None = None, timeout: float = 10.0) -> list[int
 
     Only this process's children are touched, so a server another kernel or a terminal started stays
     up. SIGTERM first (TensorBoard then removes its own record), SIGKILL after `timeout` seconds; each
-    is waited for, so none is left as a zombie. Returns the pids stopped, empty when none ran.
+    is waited for, so none is left as a zombie. The two files ``%tensorboard`` made for the server's
+    output (``.tensorboard-stdout-*``, ``.tensorboard-stderr-*`` in the temporary folder) go too.
+    Returns the pids stopped, empty when none ran.
 
     Example:
         >>> stop_tensorboard()  # none started here
@@ -363,7 +365,10 @@ def stop_tensorboard(port: int | None = None, timeout: float = 10.0) -> list[int
     if port is not None:
         tensorboard_servers(port)  # checks the port
     children = _tensorboard_children(port)
+    logs = []  # the files tensorboard.manager.start made for the server's output (mkstemp, never removed there)
     for child in children:
+        with contextlib.suppress(psutil.Error):
+            logs += [f.path for f in child.open_files() if re.match(r"\.tensorboard-std(out|err)-", Path(f.path).name)]
         with contextlib.suppress(psutil.NoSuchProcess):
             child.terminate()
     _, alive = psutil.wait_procs(children, timeout=timeout)
@@ -371,9 +376,9 @@ def stop_tensorboard(port: int | None = None, timeout: float = 10.0) -> list[int
         with contextlib.suppress(psutil.NoSuchProcess):
             child.kill()
     psutil.wait_procs(alive, timeout=timeout)
-    for child in children:
+    for path in [*(_tensorboard_info_dir() / f"pid-{child.pid}.info" for child in children), *logs]:
         with contextlib.suppress(OSError):
-            (_tensorboard_info_dir() / f"pid-{child.pid}.info").unlink()
+            Path(path).unlink()
     return sorted(child.pid for child in children)
 
 

@@ -78,6 +78,7 @@ def test_the_magic_starts_our_server_on_127_0_0_1_and_stop_leaves_nothing(tb, ca
     pid = servers[0]["pid"]
     assert servers[0]["listening"] == [f"127.0.0.1:{port}"] and servers[0]["logdir"] == str(tb["logdir"])
     assert json.loads((tb["records"] / f"pid-{pid}.info").read_text())["port"] == port
+    assert len(list(tb["records"].parent.glob(".tensorboard-std*"))) == 2, "manager.start's two output files"
 
     # The cell run again in the same kernel: the same port, the same server, reused (no second process).
     assert pipelines.tensorboard_port(tb["logdir"]) == port
@@ -88,12 +89,14 @@ def test_the_magic_starts_our_server_on_127_0_0_1_and_stop_leaves_nothing(tb, ca
     assert pipelines.stop_tensorboard(port) == [pid]
     assert not psutil.pid_exists(pid), "the stopped server is still in the process table (or a zombie)"
     assert not (tb["records"] / f"pid-{pid}.info").exists(), "its record was left behind"
+    assert not list(tb["records"].parent.glob(".tensorboard-std*")), "the server's output files were left behind"
     assert pipelines.tensorboard_servers() == [] and pipelines.stop_tensorboard() == []
     # Run again after the stop (the notebook's second run in one kernel): a new server on the same port.
     notebook.start(args)
     again = pipelines.tensorboard_servers(port)
     assert len(again) == 1 and again[0]["pid"] != pid
     assert pipelines.stop_tensorboard() == [again[0]["pid"]] and not psutil.pid_exists(again[0]["pid"])
+    assert sorted(p.name for p in tb["records"].parent.iterdir()) == [".tensorboard-info"], "left in the temp folder"
 
 
 def test_a_port_another_program_holds_is_given_up_for_a_free_one(tb):

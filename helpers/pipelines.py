@@ -186,7 +186,7 @@ LAUNCHER = """#!/bin/sh
 # Written by helpers.pipelines.tensorboard_port: TensorBoard, without importing TensorFlow.
 import sys
 
-sys.modules["tensorflow"] = None  # `import tensorflow` fails at once: TensorBoard uses its own file reader
+sys.modules["tensorflow"] = None  # importing TensorFlow fails at once: TensorBoard uses its own file reader
 from tensorboard.main import run_main
 
 sys.argv[0] = "tensorboard"

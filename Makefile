@@ -31,6 +31,7 @@ help:
 	@echo "make test-browser  open every notebook in JupyterLab in headless Chromium and run all cells"
 	@echo "make test-colab run every notebook alone on a Colab-like runtime (Python 3.12, TF 2.20, Keras 3.13)"
 	@echo "make test-kaggle run every notebook alone on a Kaggle-like runtime (no google.colab, Kaggle's variables)"
+	@echo "make test-hosted both of them in one session on both cores (what CI runs)"
 	@echo "make test-slurm  as root: a one-node SLURM cluster here; notebook 08's worker as a job, killed, requeued"
 	@echo "make book       the course site: every notebook executed (learner sizes), built offline into build/book/"
 	@echo "make student    classroom copies without the solutions, in build/student/ (make test-student runs them)"
@@ -73,7 +74,8 @@ lint: $(TEST_STAMP)
 
 test: $(TEST_STAMP) kernel lint
 	$(VENV)/bin/nbstripout --verify --keep-id --keep-count notebooks/*.ipynb
-	$(OFFLINE) $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -p tests.notebook_session \
+	COURSE_EXECUTED_DIR=$(CURDIR)/build/executed \
+		$(OFFLINE) $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -p tests.notebook_session \
 		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider \
 		-m "not slow and not browser and not colab" --doctest-modules notebooks tests helpers
 
@@ -84,7 +86,11 @@ test-browser: $(TEST_STAMP) kernel
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 		{ echo "chromium is missing: install Debian's chromium package (as root: apt-get install chromium)"; exit 1; }
-	$(PY) -m pytest -n $(PYTEST_WORKERS) -m browser tests/test_browser*.py -p no:cacheprovider
+	@# The site test builds from the notebooks make test executed (build/executed) when they run today's code.
+	site=$$($(PY) -c "import sys; sys.path[:0] = ['tools', 'tests']; import build_book, nbrun; \
+		build_book.check_executed('build/executed', nbrun.present()); print('$(CURDIR)/build/executed')" 2>/dev/null); \
+		echo "course site built from: $${site:-a smoke run of its own}"; \
+		COURSE_SITE_EXECUTED=$$site $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m browser tests/test_browser*.py -p no:cacheprovider
 
 # Colab's preinstalled TensorFlow and Keras lag the course's pins: every notebook, opened alone in a fresh
 # folder, fetches the course from a local bare clone and runs in smoke mode on Python 3.12 with them.
@@ -98,6 +104,14 @@ test-kaggle:
 	$(PYTHON) tools/colab_env.py --python $(COLAB_PYTHON) --venv $(COLAB_VENV) >/dev/null
 	COURSE_FAKE_RUNTIME=kaggle KAGGLE_KERNEL_RUN_TYPE=Interactive \
 		$(COLAB_VENV)/bin/pytest -n $(PYTEST_WORKERS) -p no:cacheprovider tests/test_colab_runtime.py
+
+# Both hosted runtimes in one session (CI): every notebook on the Colab-like and on the Kaggle-like runtime, the
+# two workers kept busy across both lists instead of each list's last notebook running alone.
+.PHONY: test-hosted
+test-hosted:
+	$(PYTHON) tools/colab_env.py --python $(COLAB_PYTHON) --venv $(COLAB_VENV) >/dev/null
+	COURSE_HOSTED_RUNTIMES=colab,kaggle $(COLAB_VENV)/bin/pytest -n $(PYTEST_WORKERS) -p no:cacheprovider \
+		tests/test_colab_runtime.py
 
 # SLURM as university GPU clusters run it: a one-node cluster started on this machine from Debian's packages
 # (slurmctld, slurmd, slurm-client 22.05 and munge, installed with apt-get when missing and we are root), notebook 08's worker

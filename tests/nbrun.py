@@ -88,14 +88,15 @@ def kernel_environment(workdir: Path, course: Path | None = None, gpu_path: bool
     * The caller's environment (a test's ``CUDA_VISIBLE_DEVICES`` or ``TF_ENABLE_ONEDNN_OPTS`` reaches
       the kernel), without ``PYTEST_CURRENT_TEST`` (with it, ipykernel leaves file descriptor 2 alone, so
       C++ log lines that reach a learner's page would never reach the test's) and without the
-      ``TF_CPP_MIN_LOG_LEVEL`` that tests/conftest.py sets for the test process (a learner's kernel has none).
+      ``TF_CPP_MIN_LOG_LEVEL`` and ``MPLBACKEND=Agg`` that tests/conftest.py sets for the test process (a
+      learner's kernel has neither: it logs as TensorFlow does and draws its figures inline).
     * `course`: that copy's ``helpers`` come first on ``PYTHONPATH``.
     * `gpu_path`: an IPython profile whose start-up file makes Keras resolve ``jit_compile="auto"``
       as on a GPU machine (:data:`GPU_PATH_STARTUP`).
     """
     env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_CURRENT_TEST", "TF_CPP_MIN_LOG_LEVEL")}
     env["COURSE_SCRATCH"] = str(workdir / "scratch")
-    env.setdefault("MPLBACKEND", "Agg")
+    env.pop("MPLBACKEND", None)  # ipykernel then draws inline, as for a learner: plt.show() leaves a PNG on the page
     if course is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(course), env.get("PYTHONPATH")]))
     if gpu_path:

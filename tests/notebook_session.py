@@ -124,6 +124,23 @@ def parameterised(path: Path, results_path: Path) -> Any:
     return parameterize_notebook(nb, {"SMOKE": True, "RESULTS_PATH": str(results_path)})
 
 
+def keep_executed(path: Path, folder: str | None = None) -> Path | None:
+    """Copy pass 1's executed notebook into ``COURSE_EXECUTED_DIR`` when set (``make test`` sets build/executed).
+
+    The course site's browser test builds from that folder (``tools/build_book.py --executed``) instead of
+    executing every notebook once more. Written to a temporary name, then renamed: never half-written.
+    """
+    folder = os.environ.get("COURSE_EXECUTED_DIR") if folder is None else folder
+    if not folder:
+        return None
+    target = Path(folder) / path.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.partial")
+    shutil.copyfile(path, partial)
+    partial.replace(target)
+    return target
+
+
 def course_copy(config: pytest.Config) -> Path:
     """One copy of the course per test process, in a folder whose name has a space (as on a laptop)."""
     copy = getattr(config, "_course_copy", None)
@@ -199,6 +216,7 @@ class ClaimsItem(pytest.Item):
         import nbformat
 
         nbformat.write(notebook, parent.workdir / name)
+        keep_executed(parent.workdir / name)
         run = nbrun.Run(json.loads(results_path.read_text()), notebook, seconds, parent.workdir)
         print(f"{name}: smoke run {seconds:.1f} s")
         importlib.import_module(f"claims.nb{name[:2]}").check(run)

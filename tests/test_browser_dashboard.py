@@ -31,7 +31,8 @@ import pytest
 playwright = pytest.importorskip("playwright.sync_api")
 psutil = pytest.importorskip("psutil")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = [pytest.mark.browser,
+# One worker runs this module's tests (make test-browser: --dist loadgroup), so its fixtures start once.
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("dashboard"),
               pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test-browser)")]
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]

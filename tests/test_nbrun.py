@@ -75,7 +75,9 @@ def test_the_kernel_inherits_the_callers_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
     monkeypatch.setenv("PYTEST_CURRENT_TEST", "x")
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
     nbrun.run_notebook("00_environment_check.ipynb", tmp_path)
     assert seen["TF_ENABLE_ONEDNN_OPTS"] == "0" and "PATH" in seen and "PYTEST_CURRENT_TEST" not in seen
     assert "TF_CPP_MIN_LOG_LEVEL" not in seen  # a learner's kernel shows what TensorFlow logs
+    assert "MPLBACKEND" not in seen  # and draws inline: its figures reach the page (and the course site)
     assert os.environ["PYTEST_CURRENT_TEST"] == "x"  # and the caller's environment comes back

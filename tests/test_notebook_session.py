@@ -83,3 +83,15 @@ def test_make_test_runs_the_notebooks_through_the_plugin_grouped_per_notebook():
     assert "-p tests.notebook_session" in recipe and "--dist loadgroup" in recipe
     assert "--nbval" not in recipe.replace("--nbval-sanitize-with", "")
     assert recipe.count("-m pytest") == 1, "one pytest session: notebooks and unit tests share the workers"
+
+
+def test_pass_one_is_kept_for_the_site_only_when_asked_and_never_half_written(tmp_path, monkeypatch):
+    executed = tmp_path / "run" / "03_x.ipynb"
+    executed.parent.mkdir()
+    executed.write_text('{"cells": []}')
+    monkeypatch.delenv("COURSE_EXECUTED_DIR", raising=False)
+    assert notebook_session.keep_executed(executed) is None
+    monkeypatch.setenv("COURSE_EXECUTED_DIR", str(tmp_path / "build" / "executed"))
+    kept = notebook_session.keep_executed(executed)
+    assert kept == tmp_path / "build" / "executed" / "03_x.ipynb" and kept.read_text() == '{"cells": []}'
+    assert [p.name for p in kept.parent.iterdir()] == ["03_x.ipynb"], "no partial file left"

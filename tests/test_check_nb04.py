@@ -335,3 +335,11 @@ def test_read_time_hints_agree_with_the_page():
     assert "equal shards" in ok.message and "as soon as any open one is finished" in ok.message, ok.message
     assert (7, 3, 0.0123, 0.00045) in check.SHARD_CASES
 
+
+
+@pytest.mark.parametrize("name", ["bottleneck", "build_pipeline", "read_time"])
+def test_a_function_left_returning_none_is_not_answered_yet_not_a_mistake(name):
+    """The student copies' tally counts these as "not filled in yet" (helpers/check/_feedback.py's wording)."""
+    feedback = getattr(check, name)(lambda *args: None)
+    assert not feedback.ok and feedback.message.startswith("Not answered yet"), feedback.message
+    assert f"`{name}` returns None" in feedback.message

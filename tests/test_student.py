@@ -334,17 +334,9 @@ def copies(tmp_path_factory) -> Path:
     return folder
 
 
-# helpers/check/nb04.py answers a function left as `...` with "Not yet. Your function returns None: ..." where every
-# other check says "Not answered yet: ..." (returned_none): the copy of 04 runs clean, but its tally counts those
-# exercises as "to fix". Strict: once nb04's three messages start with "Not answered yet", remove this mark.
-NB04_WORDING = pytest.mark.xfail(strict=True, reason="nb04's checks do not say 'Not answered yet' for a function "
-                                 "that returns None")
-RUN_NAMES = [pytest.param(n, marks=NB04_WORDING) if n == "04_input_pipelines.ipynb" else n for n in NAMES]
-
-
 @pytest.mark.notebook
 @pytest.mark.skipif(not RUN, reason="runs every student copy (about a smoke run of the course): make test-student")
-@pytest.mark.parametrize("name", RUN_NAMES)
+@pytest.mark.parametrize("name", NAMES)
 def test_student_copy_runs_clean_and_every_check_says_not_answered_yet(copies, name, tmp_path):
     import papermill as pm
 

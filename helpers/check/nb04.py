@@ -88,7 +88,8 @@ def bottleneck(answer: Any) -> Feedback:
         except Exception as err:  # noqa: BLE001 - the learner's code may raise anything
             return wrong(f"bottleneck({input_s}, {compute_s}) raised {type(err).__name__}: {err}")
         if out is None:
-            return wrong("Your function returns None: end it with `return side, idle`.")
+            return Feedback(False, "Not answered yet: `bottleneck` returns None. Replace the `...` in it with "
+                                   "your code, and end it with `return side, idle`.")
         if isinstance(out, list) and len(out) == 2:
             return wrong(f"bottleneck({input_s}, {compute_s}) returned the list {out!r}. Return a tuple, as the task "
                          "asks: `return side, idle` (no square brackets).")
@@ -241,7 +242,8 @@ def _run(answer: Callable[..., Any], batch_size: int) -> Feedback | dict[str, An
     except Exception as err:  # noqa: BLE001 - the learner's code may raise anything
         return wrong(f"build_pipeline(files, load, augment, {batch_size}) raised {type(err).__name__}: {err}")
     if ds is None:
-        return wrong("Your function returns None: end it with `return` and the dataset.")
+        return Feedback(False, "Not answered yet: `build_pipeline` returns None. Replace the `...` in it with "
+                               "your code, and end it with `return` and the dataset.")
     if not isinstance(ds, tf.data.Dataset):
         return wrong(f"Return a tf.data.Dataset (you returned {type(ds).__name__}).")
     if int(ds.cardinality()) == int(tf.data.INFINITE_CARDINALITY):
@@ -504,7 +506,8 @@ def read_time(answer: Any) -> Feedback:
         except Exception as err:  # noqa: BLE001 - the learner's code may raise anything
             return wrong(f"read_time{case} raised {type(err).__name__}: {err}")
         if out is None:
-            return wrong("Your function returns None: end it with `return` and the time in seconds.")
+            return Feedback(False, "Not answered yet: `read_time` returns None. Replace the `...` in it with "
+                                   "your code, and end it with `return` and the time in seconds.")
         if hasattr(out, "numpy") and not isinstance(out, numbers.Number):
             out = out.numpy()
         if isinstance(out, bool) or not isinstance(out, numbers.Real) or not math.isfinite(float(out)):

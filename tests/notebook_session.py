@@ -10,6 +10,10 @@ collects each ``notebooks/NN_x.ipynb`` as one group of test items that share a k
     ``jit_compile="auto"`` as on a GPU machine (:func:`nbrun.kernel_environment`). Then
     ``tests/claims/nbNN.py``'s ``check(run)`` on the results it wrote, and nothing written outside its scratch
     folder or into the course.
+``NN_x.ipynb::variant: ...`` (00, 06, 07)
+    Where a third execution used to test another path, the notebook's one kernel takes it (:data:`VARIANTS`):
+    CUDA hidden for 00, oneDNN off for 06 (the path of CPUs without AVX-512), four replicas in 07's pass 1;
+    this item asserts what that path must show.
 ``NN_x.ipynb::Cell 0`` ... ``Cell N``
     Pass 2, nbval's own cell items (``--nbval-lax``: cells marked ``# NBVAL_CHECK_OUTPUT`` are compared with
     their recorded outputs, sanitised by ``--nbval-sanitize-with``): every code cell of the committed notebook
@@ -48,6 +52,33 @@ import nbrun  # noqa: E402
 
 CELL_TIMEOUT = 600  # seconds for one cell, as papermill's execution_timeout in tests/nbrun.py
 EXPECTED_IN_WORKDIR = {"results.json", "scratch", "ipython"}  # plus the executed notebook itself
+
+
+def _no_gpu_when_cuda_hidden(run: nbrun.Run) -> None:
+    assert run.results["gpu_count"] == 0
+    assert run.results["devices"] and all(":GPU:" not in d for d in run.results["devices"])
+
+
+def _on_the_eigen_path(run: nbrun.Run) -> None:
+    # The claims (among them the time box's rule) held on this slow path; the variable reached the kernel.
+    assert run.results["onednn"]["on"] is False, run.results["onednn"]
+
+
+def _four_replicas(run: nbrun.Run) -> None:
+    r = run.results
+    assert r["replicas"] == 4 and r["replicas_asked"] == 4
+    assert r["global_batch"] == r["per_replica_batch"] * 4
+    assert len(r["fresh_split"]["logical"]) == 4
+
+
+# Where a notebook's one kernel takes a path a third execution would otherwise test: its environment (for the
+# whole kernel), pass 1's extra parameters (pass 2 keeps the defaults), and what is asserted on top of the claims.
+VARIANTS = {
+    "00_environment_check.ipynb": ("CUDA hidden", {"CUDA_VISIBLE_DEVICES": "-1"}, {}, _no_gpu_when_cuda_hidden),
+    "06_mixed_precision.ipynb": ("TensorFlow's path on CPUs without AVX-512 (oneDNN off, 16-bit math emulated)",
+                                 {"TF_ENABLE_ONEDNN_OPTS": "0"}, {}, _on_the_eigen_path),
+    "07_multi_gpu_mirrored_strategy.ipynb": ("pass 1 on four replicas", {}, {"N_REPLICAS": 4}, _four_replicas),
+}
 
 
 class DeadKernel(RuntimeError):
@@ -115,13 +146,13 @@ def run_all(kernel: Any, notebook: Any) -> None:
             raise CellFailed(f"cell {index} ({first}) raised {errors[0]['ename']}: {errors[0]['evalue']}\n{trace}")
 
 
-def parameterised(path: Path, results_path: Path) -> Any:
+def parameterised(path: Path, results_path: Path, **params: Any) -> Any:
     """The notebook with papermill's parameters cell injected, as ``papermill`` would run it."""
     from papermill.iorw import load_notebook_node
     from papermill.parameterize import parameterize_notebook
 
     nb = load_notebook_node(str(path))
-    return parameterize_notebook(nb, {"SMOKE": True, "RESULTS_PATH": str(results_path)})
+    return parameterize_notebook(nb, {"SMOKE": True, "RESULTS_PATH": str(results_path), **params})
 
 
 def keep_executed(path: Path, folder: str | None = None) -> Path | None:
@@ -158,11 +189,14 @@ class SessionNotebook(nbval_plugin.IPyNbFile):
         self.compare_outputs = False  # lax: only cells marked NBVAL_CHECK_OUTPUT are compared
         self.workdir: Path | None = None
         self.cells: list[Any] = []
+        self.variant = VARIANTS.get(self.path.name, ("", {}, {}, None))
+        self.run: nbrun.Run | None = None  # pass 1, once the claims item ran it
 
     def start_kernel(self) -> None:
         """nbval's kernel, started in the claims run's environment and working folder."""
         env = nbrun.kernel_environment(self.workdir, course=course_copy(self.config), gpu_path=True)
         env["COURSE_SMOKE"] = "1"  # pass 2 runs the committed parameters cell, which reads it
+        env.update(self.variant[1])
         before = dict(os.environ)
         os.environ.clear()
         os.environ.update(env)
@@ -185,7 +219,8 @@ class SessionNotebook(nbval_plugin.IPyNbFile):
         cells = list(super().collect())
         self.cells = cells
         stderr = SecondRunStderrItem.from_parent(self, name="second run shows no stderr")
-        for item in [claims, *cells, stderr]:
+        extra = [VariantItem.from_parent(self, name=f"variant: {self.variant[0]}")] if self.variant[3] else []
+        for item in [claims, *extra, *cells, stderr]:
             item.add_marker(group)
             item.add_marker(pytest.mark.notebook)
             yield item
@@ -198,7 +233,8 @@ class ClaimsItem(pytest.Item):
         parent: SessionNotebook = self.parent
         name = parent.path.name
         results_path = parent.workdir / "results.json"
-        notebook = parameterised(parent.path, results_path)
+        params = parent.variant[2]
+        notebook = parameterised(parent.path, results_path, **params)
         start = time.perf_counter()
         try:
             run_all(parent.kernel, notebook)
@@ -210,7 +246,7 @@ class ClaimsItem(pytest.Item):
             parent.kernel.stop()
             shutil.rmtree(parent.workdir / "scratch", ignore_errors=True)
             parent.start_kernel()
-            notebook = parameterised(parent.path, results_path)
+            notebook = parameterised(parent.path, results_path, **params)
             run_all(parent.kernel, notebook)
         seconds = time.perf_counter() - start
         import nbformat
@@ -218,14 +254,30 @@ class ClaimsItem(pytest.Item):
         nbformat.write(notebook, parent.workdir / name)
         keep_executed(parent.workdir / name)
         run = nbrun.Run(json.loads(results_path.read_text()), notebook, seconds, parent.workdir)
+        parent.run = run
         print(f"{name}: smoke run {seconds:.1f} s")
-        importlib.import_module(f"claims.nb{name[:2]}").check(run)
+        with pytest.MonkeyPatch.context() as mp:  # the claims read the variables the kernel had (CUDA hidden)
+            for key, value in parent.variant[1].items():
+                mp.setenv(key, value)
+            importlib.import_module(f"claims.nb{name[:2]}").check(run)
         leftovers = {p.name for p in parent.workdir.iterdir()} - EXPECTED_IN_WORKDIR - {name}
         assert not leftovers, f"{name} wrote outside its scratch folder: {leftovers}"
         assert not (course_copy(self.config) / "scratch").exists(), f"{name} wrote into the course folder"
 
     def reportinfo(self):
         return self.path, None, f"{self.parent.path.name}::claims"
+
+
+class VariantItem(pytest.Item):
+    """What pass 1 of this notebook's variant (:data:`VARIANTS`) must show on top of the claims."""
+
+    def runtest(self) -> None:
+        parent: SessionNotebook = self.parent
+        assert parent.run is not None, f"{parent.path.name}: pass 1 did not finish (see its claims item)"
+        parent.variant[3](parent.run)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.parent.path.name}::{self.name}"
 
 
 class SecondRunStderrItem(pytest.Item):

@@ -57,7 +57,7 @@ def test_pass_one_gets_papermills_parameters_after_the_parameters_cell(tmp_path)
     assert "SMOKE = True" in nb.cells[first + 1].source and str(tmp_path / "results.json") in nb.cells[first + 1].source
 
 
-def test_each_notebook_is_collected_as_claims_then_its_cells_then_the_stderr_check():
+def test_each_notebook_is_collected_as_claims_its_variant_its_cells_then_the_stderr_check():
     name = nbrun.COURSE[0]
     listed = subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.notebook_session", "--collect-only", "-q",
                              "-p", "no:cacheprovider", f"notebooks/{name}"], cwd=nbrun.ROOT, capture_output=True,
@@ -65,7 +65,8 @@ def test_each_notebook_is_collected_as_claims_then_its_cells_then_the_stderr_che
     ids = [line for line in listed.stdout.splitlines() if line.startswith("notebooks/")]
     code_cells = sum(c.cell_type == "code" for c in nbformat.read(nbrun.NOTEBOOKS / name, as_version=4).cells)
     assert ids[0] == f"notebooks/{name}::claims", listed.stdout + listed.stderr
-    assert ids[1:-1] == [f"notebooks/{name}::Cell {i}" for i in range(code_cells)]
+    assert ids[1] == f"notebooks/{name}::variant: {notebook_session.VARIANTS[name][0]}"  # 00 runs with CUDA hidden
+    assert ids[2:-1] == [f"notebooks/{name}::Cell {i}" for i in range(code_cells)]
     assert ids[-1] == f"notebooks/{name}::second run shows no stderr"
 
 

@@ -2,8 +2,8 @@
 
 The main run of every notebook (its claims, twice in a row in one kernel, and nbval's recorded outputs,
 all in one kernel) is collected from ``notebooks/`` by the plugin ``tests/notebook_session.py``. Here: the
-probe of the GPU compile path that run takes, the variants that need a kernel of their own (CUDA hidden,
-TensorFlow's path on CPUs without AVX-512), and the learner-size runs (``test_learner_runs``, ``make test-full``).
+probe of the GPU compile path that run takes (the variants it takes: CUDA hidden, oneDNN off, four replicas, are
+its ``VARIANTS``), and the learner-size runs (``test_learner_runs``, ``make test-full``).
 Each notebook's claims (``tests/claims/nbNN.py``) assert on the key results it writes to RESULTS_PATH.
 """
 
@@ -54,14 +54,6 @@ def test_the_gpu_compile_path_makes_keras_choose_xla_as_on_a_gpu(gpu_path, tmp_p
     assert (found["marker"] == "1") is gpu_path
 
 
-@pytest.mark.notebook
-def test_notebook_00_records_no_gpu_when_cuda_hidden(tmp_path, monkeypatch):
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
-    run = nbrun.run_notebook("00_environment_check.ipynb", tmp_path, smoke=True)
-    assert run.results["gpu_count"] == 0
-    assert run.results["devices"] and all(":GPU:" not in d for d in run.results["devices"])
-
-
 def test_every_notebook_has_claims():
     for name in NOTEBOOKS:
         assert hasattr(claims_for(name), "check"), f"tests/claims/nb{name[:2]}.py needs check(run)"
@@ -75,13 +67,3 @@ def test_learner_runs(name, tmp_path, monkeypatch):
     run = nbrun.run_notebook(name, tmp_path, smoke=False, timeout=1200)
     print(f"\n{name}: learner run {run.seconds:.1f} s")
     claims_for(name).check(run)
-
-
-@pytest.mark.notebook
-def test_notebook_06_on_the_eigen_path_time_boxes_its_16_bit_runs(tmp_path, monkeypatch):
-    """The path of CPUs without AVX-512 (oneDNN off, 16-bit math emulated), forced on any CPU: claims hold."""
-    monkeypatch.delenv("COURSE_SMOKE", raising=False)
-    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
-    run = nbrun.run_notebook("06_mixed_precision.ipynb", tmp_path, smoke=True)
-    assert run.results["onednn"]["on"] is False, run.results["onednn"]  # the variable reached the kernel
-    claims_for("06_mixed_precision.ipynb").check(run)  # among them: the time box's rule, on this slow path

@@ -336,7 +336,8 @@ def tensorboard_servers(port: int | None = None) -> list[dict[str, Any]]:
     for child in _tensorboard_children(port):
         try:
             cmdline = child.cmdline()
-            sockets = child.net_connections(kind="inet")
+            # psutil 6 renamed Process.connections to net_connections; Colab ships psutil 5.9.5
+            sockets = (getattr(child, "net_connections", None) or child.connections)(kind="inet")
         except psutil.Error:
             continue
         listening = sorted(f"{c.laddr.ip}:{c.laddr.port}" for c in sockets if c.status == psutil.CONN_LISTEN)

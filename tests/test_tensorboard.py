@@ -179,3 +179,26 @@ def test_notebook_04_serves_tensorboard_on_127_0_0_1_only_and_stops_it():
     makefile = (ROOT / "Makefile").read_text()
     target = makefile[makefile.index("\ntensorboard:"):].split("\n\n", 1)[0]
     assert "--host 127.0.0.1" in target and "--bind_all" not in target, target
+
+
+def test_servers_are_read_with_psutil_5_as_colab_ships_it(monkeypatch):
+    """psutil 5.9 (Colab's) has Process.connections only; psutil 6 renamed it net_connections."""
+    from types import SimpleNamespace
+
+    import psutil
+
+    listen = SimpleNamespace(laddr=SimpleNamespace(ip="127.0.0.1", port=6123), status=psutil.CONN_LISTEN)
+
+    class OldProcess:  # the psutil 5 interface
+        pid = 4242
+
+        def cmdline(self):
+            return ["python", "tensorboard", "--logdir", "/runs", "--port", "6123"]
+
+        def connections(self, kind="inet"):
+            assert kind == "inet"
+            return [listen]
+
+    monkeypatch.setattr(pipelines, "_tensorboard_children", lambda port: [OldProcess()])
+    assert pipelines.tensorboard_servers(6123) == [
+        {"pid": 4242, "port": 6123, "listening": ["127.0.0.1:6123"], "logdir": "/runs"}]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import socket
@@ -46,6 +47,10 @@ def running_lab(extra_args: str = "", env: dict[str, str] | None = None, timeout
                 lab_dir: Path | None = None) -> Iterator[Lab]:
     """`make lab` on a free port with a known token; `lab_dir` serves a copy instead of notebooks/."""
     port, token = free_port(), "course-test-token"
+    # `make lab` first runs `make kernel` (ipykernel install into the venv): two test workers starting a lab at the
+    # same moment race on that kernelspec folder, and one `make lab` exits with 2. One start at a time.
+    starting = open(Path(sys.prefix) / ".labserver-start.lock", "w")  # noqa: SIM115 - closed in finally
+    fcntl.flock(starting, fcntl.LOCK_EX)
     proc = subprocess.Popen(
         ["make", "-s", "lab", f"VENV={sys.prefix}", f"LAB_PORT={port}", f"LAB_TOKEN={token}",
          f"LAB_ARGS=--no-browser {extra_args}".strip(), *([f"LAB_DIR={lab_dir}"] if lab_dir else [])],
@@ -66,8 +71,10 @@ def running_lab(extra_args: str = "", env: dict[str, str] | None = None, timeout
             if time.time() > deadline:
                 raise TimeoutError(f"JupyterLab did not answer on port {port} within {timeout} s")
             time.sleep(0.5)
+        fcntl.flock(starting, fcntl.LOCK_UN)
         yield lab
     finally:
+        starting.close()  # releases the lock if the start failed
         os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=20)

@@ -10,17 +10,14 @@ import os
 import shutil
 from pathlib import Path
 
+import chromium
 import labserver
 import nbformat
 import nbrun
 import pytest
 
 playwright = pytest.importorskip("playwright.sync_api")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test-browser)")]
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
+pytestmark = chromium.marks()
 COUNT_CELLS = """() => {
     // Read from the notebook's model, not the page: JupyterLab draws only the cells in view, and a
     // collapsed cell (the Colab cell) shows no prompt. Red stderr text and tracebacks both count as stderr.
@@ -52,10 +49,7 @@ def lab(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        yield b
-        b.close()
+    yield from chromium.launched()
 
 
 def open_and_run_all(lab, browser, name):

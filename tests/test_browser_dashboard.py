@@ -19,23 +19,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import socket
 import time
 import urllib.request
 
+import chromium
 import labserver
 import nbformat
 import pytest
 
 playwright = pytest.importorskip("playwright.sync_api")
 psutil = pytest.importorskip("psutil")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-# One worker runs this module's tests (make test-browser: --dist loadgroup), so its fixtures start once.
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("dashboard"),
-              pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test-browser)")]
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
+pytestmark = chromium.marks("dashboard")
 OPEN = "gpu-dashboard-widget:open"  # the extension's command; args: the panel's id and title
 GPU_ROUTES = ("gpu_utilization", "gpu_usage", "gpu_resource", "pci_stats", "nvlink_throughput")
 LINES = """id => [...document.querySelectorAll(`#${id} .recharts-line`)].map(line => ({
@@ -82,10 +77,7 @@ def lab(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        yield b
-        b.close()
+    yield from chromium.launched()
 
 
 class Page:

@@ -12,24 +12,20 @@ the browser in ``tests/test_browser.py``. Needs Playwright and Debian's Chromium
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import time
 import urllib.parse
 import urllib.request
 
+import chromium
 import labserver
 import nbformat
 import psutil
 import pytest
 
 playwright = pytest.importorskip("playwright.sync_api")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test-browser)")]
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
+pytestmark = chromium.marks("tensorboard")
 START = """%load_ext tensorboard
 import helpers, pathlib
 trace_root = pathlib.Path("traces").resolve()
@@ -78,50 +74,53 @@ def run_cell(page, index: int) -> None:
     }}""")
 
 
-def test_inline_tensorboard_loads_in_jupyterlab_and_its_stop_leaves_no_process(lab):
+@pytest.fixture(scope="module")
+def browser():
+    yield from chromium.launched()
+
+
+def test_inline_tensorboard_loads_in_jupyterlab_and_its_stop_leaves_no_process(lab, browser):
     logdir = (lab.folder / "traces").resolve()
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        console, failures = [], []
-        page.on("console", lambda m: console.append(f"{m.type}: {m.text} ({m.location.get('url', '')})")
-                if m.type == "error" else None)
-        page.on("pageerror", lambda exc: failures.append(str(exc)))
-        external = []  # nothing leaves this machine: requests to other hosts are refused, and noted
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    console, failures = [], []
+    page.on("console", lambda m: console.append(f"{m.type}: {m.text} ({m.location.get('url', '')})")
+            if m.type == "error" else None)
+    page.on("pageerror", lambda exc: failures.append(str(exc)))
+    external = []  # nothing leaves this machine: requests to other hosts are refused, and noted
 
-        def refuse(route):
-            external.append(urllib.parse.urlsplit(route.request.url).hostname)
-            route.abort()
+    def refuse(route):
+        external.append(urllib.parse.urlsplit(route.request.url).hostname)
+        route.abort()
 
-        page.route(lambda url: urllib.parse.urlsplit(url).hostname not in ("127.0.0.1", "localhost"), refuse)
-        page.goto(f"{lab.base}/lab/tree/tb.ipynb?token={lab.token}&reset", wait_until="domcontentloaded")
-        page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget "
-                               "&& window.jupyterapp.shell.currentWidget.sessionContext", timeout=60_000)
-        page.wait_for_function(KERNEL_IDLE, timeout=60_000)
-        started = time.perf_counter()
-        run_cell(page, 0)
-        page.locator(".jp-OutputArea-output", has_text="servers:").first.wait_for(timeout=90_000)
-        frame = page.frame_locator("iframe[id^='tensorboard-frame-']")
-        frame.locator("text=TensorBoard").first.wait_for(timeout=30_000)
-        frame.locator("text=/profile/i").first.wait_for(timeout=30_000)
-        frame.frame_locator("iframe").first.locator("text=tiny").first.wait_for(timeout=30_000)  # the run
-        shown_s = time.perf_counter() - started
-        errors_while_shown = [m for m in console if not any(known in m for known in OFFLINE_ONLY)]
-        src = page.locator("iframe[id^='tensorboard-frame-']").get_attribute("src") or ""
-        servers = tensorboards(logdir)
-        assert len(servers) == 1, servers
-        listening = {f"{c.laddr.ip}:{c.laddr.port}" for c in servers[0].net_connections("inet")
-                     if c.status == psutil.CONN_LISTEN}
-        port = next(iter(listening)).rsplit(":", 1)[1] if listening else "?"
-        assert listening == {f"127.0.0.1:{port}"}, listening
-        assert src.rstrip("/").endswith(f":{port}"), src
-        pid = servers[0].pid
+    page.route(lambda url: urllib.parse.urlsplit(url).hostname not in ("127.0.0.1", "localhost"), refuse)
+    page.goto(f"{lab.base}/lab/tree/tb.ipynb?token={lab.token}&reset", wait_until="domcontentloaded")
+    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget "
+                           "&& window.jupyterapp.shell.currentWidget.sessionContext", timeout=60_000)
+    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    started = time.perf_counter()
+    run_cell(page, 0)
+    page.locator(".jp-OutputArea-output", has_text="servers:").first.wait_for(timeout=90_000)
+    frame = page.frame_locator("iframe[id^='tensorboard-frame-']")
+    frame.locator("text=TensorBoard").first.wait_for(timeout=30_000)
+    frame.locator("text=/profile/i").first.wait_for(timeout=30_000)
+    frame.frame_locator("iframe").first.locator("text=tiny").first.wait_for(timeout=30_000)  # the run
+    shown_s = time.perf_counter() - started
+    errors_while_shown = [m for m in console if not any(known in m for known in OFFLINE_ONLY)]
+    src = page.locator("iframe[id^='tensorboard-frame-']").get_attribute("src") or ""
+    servers = tensorboards(logdir)
+    assert len(servers) == 1, servers
+    listening = {f"{c.laddr.ip}:{c.laddr.port}" for c in servers[0].net_connections("inet")
+                 if c.status == psutil.CONN_LISTEN}
+    port = next(iter(listening)).rsplit(":", 1)[1] if listening else "?"
+    assert listening == {f"127.0.0.1:{port}"}, listening
+    assert src.rstrip("/").endswith(f":{port}"), src
+    pid = servers[0].pid
 
-        run_cell(page, 1)
-        page.locator(".jp-OutputArea-output", has_text="stopped:").first.wait_for(timeout=30_000)
-        text = page.locator(".jp-OutputArea-output", has_text="stopped:").first.inner_text()
-        page.wait_for_function(KERNEL_IDLE, timeout=30_000)
-        browser.close()
+    run_cell(page, 1)
+    page.locator(".jp-OutputArea-output", has_text="stopped:").first.wait_for(timeout=30_000)
+    text = page.locator(".jp-OutputArea-output", has_text="stopped:").first.inner_text()
+    page.wait_for_function(KERNEL_IDLE, timeout=30_000)
+    page.close()
     print(f"\ninline TensorBoard shown {shown_s:.1f} s after the cell started")
     assert f"stopped: [{pid}]" in text, text
     assert not psutil.pid_exists(pid) and tensorboards(logdir) == [], "a TensorBoard process is still running"

@@ -162,7 +162,7 @@ def test_copy_is_stripped_marked_and_valid(pairs, name):
             assert "NBVAL_CHECK_OUTPUT" not in _src(cell)
     assert student["metadata"]["student_copy"]["full_notebook"] == f"notebooks/{name}"
     first = _src(student["cells"][0]).splitlines()
-    assert first[0].startswith("> **Student copy**") and f"](../../notebooks/{name})" in first[0]
+    assert first[0].startswith("> **Student copy**") and "Your instructor has the full notebook" in first[0]
     assert any(line.startswith(f"# {name[:2]} · ") for line in first)  # the title follows
     assert nb["cells"][0]["source"][0].startswith(f"# {name[:2]} · ")  # the source notebook is not changed
     tally = [line for line in _src(student["cells"][-1]).splitlines() if line.strip()]
@@ -375,3 +375,14 @@ def test_student_copy_runs_clean_and_every_check_says_not_answered_yet(copies, n
     tally = "".join(o.get("text", "") for o in executed.cells[-1].outputs)
     assert f"Exercises: 0 of {n} solved, {n} not filled in yet, 0 to fix" in tally
     assert results["exercises_unanswered"] == n
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_no_cell_of_a_copy_leads_to_the_full_notebook_and_its_solutions(pairs, name):
+    """An instructor's review: the copy's first line and its Colab/Kaggle badges opened the full notebook."""
+    nb, student = pairs[name]
+    text = "\n".join(_src(c) for c in student["cells"])
+    for leak in (f"notebooks/{name}", "colab.research.google.com/github", "kaggle.com/kernels/welcome",
+                 "with the solutions", "colab-badge.svg", "open-in-kaggle.svg"):
+        assert leak not in text, f"{name}: the copy still has {leak!r}"
+    assert "colab-badge.svg" in _src(nb["cells"][0]), "the full notebook keeps its badges"

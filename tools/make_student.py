@@ -8,8 +8,8 @@ order (``COURSE`` in ``tests/nbrun.py``)::
 
 A copy runs where the full notebook runs: from ``build/student/`` in a clone of the course (``make lab``
 installs ``helpers`` into ``.venv``, and ``helpers`` finds ``data/`` itself), and on its own on Colab or
-Kaggle, where its unchanged first cell fetches the course. A link to a file of the course (``../README.md``)
-gets one more ``../``, so it still leads there from ``build/student/``.
+Kaggle, where its unchanged bootstrap cell fetches the course's helpers (not the notebooks). A link to a file
+of the course (``../README.md``) gets one more ``../``, so it still leads there from ``build/student/``.
 
 The transformation finds its way by the skeleton of CONTRIBUTING.md, and refuses a notebook it does not
 recognise (:class:`StructureError`, naming the notebook and what is missing) rather than write a broken copy:
@@ -25,7 +25,10 @@ Each check cell keeps its check and now also names its feedback (``feedback_N = 
 so the tally reads the learner's own answers; the new tally prints how many exercises are solved and how
 many are not filled in yet (a check's "Not answered yet" feedback, ``helpers/check/_feedback.py``). Outputs,
 execution counts, ``# NBVAL_CHECK_OUTPUT`` marks and ``keep_output`` are stripped, cell ids are kept, the
-notebook's metadata says it is a student copy, and its first line says so and where the full notebook is.
+notebook's metadata says it is a student copy, and its first line says so and that the instructor has the full
+notebook. A copy carries no way to its solutions: no link to the full notebook, and the title cell's badge line
+(Open in Colab, Open in Kaggle, View source: each opens ``notebooks/NN_name.ipynb``) is dropped. A copy is handed
+out as a file, uploaded to Colab or Kaggle or opened in JupyterLab; its second line says so.
 All copies are made in memory first, then written to a temporary folder that replaces the output folder:
 a refused notebook leaves no copy and the previous output untouched.
 """
@@ -51,8 +54,6 @@ for _path in (ROOT, ROOT / "tests"):
         sys.path.insert(0, str(_path))
 
 import nbrun  # noqa: E402
-
-from helpers.colab import source_url  # noqa: E402
 
 OUT_DIR = ROOT / "build" / "student"
 # The words every "not filled in yet" feedback starts with (not_filled and returned_none in
@@ -158,7 +159,9 @@ def tally_source(feedbacks: Sequence[str]) -> str:
 
 
 def banner(name: str) -> str:
-    """The line a student copy starts with: what it is, and where the full notebook is.
+    """The lines a student copy starts with: what it is, that the instructor has the full notebook, how to open it.
+
+    No link to the full notebook: it holds the solutions.
 
     Example:
         >>> banner("00_environment_check.ipynb").startswith("> **Student copy**")
@@ -166,9 +169,27 @@ def banner(name: str) -> str:
     """
     if name not in nbrun.COURSE:
         raise ValueError(f"name={name!r}: use one of {', '.join(nbrun.COURSE)}.")
-    return (f"> **Student copy**: the exercises without their solutions; run every cell, then fill in the exercises "
-            f"and run their checks again. The full notebook, with the solutions, is "
-            f"[notebooks/{name}](../../notebooks/{name}) in the course ([on GitHub]({source_url(name)})).\n\n")
+    return ("> **Student copy**: the exercises without their answers; your instructor has the full notebook. "
+            "Run every cell, then fill in the exercises and run their checks again.\n"
+            ">\n"
+            "> Open this file in JupyterLab, or upload it to Colab (File > Upload notebook) or Kaggle "
+            "(File > Import Notebook): its Setup cell fetches the course's helpers there.\n\n")
+
+
+# The title cell's badge line: Open in Colab / Open in Kaggle / View source, each opening notebooks/NN_name.ipynb.
+_BADGE_LINE = re.compile(r"^.*\]\(https://(?:colab\.research\.google\.com/github/|kaggle\.com/kernels/welcome"
+                         r"|github\.com/[^)]*/notebooks/\d\d_\w+\.ipynb).*\n?", re.MULTILINE)
+
+
+def _without_badges(title: str) -> str:
+    """The title cell's text without its badge line (and the blank line it leaves).
+
+    Example:
+        >>> _without_badges("# 00 · T\n\n[![Open in Colab](x.svg)](https://colab.research.google.com/github/o/r/"
+        ...                 "blob/main/notebooks/00_x.ipynb)\n\n## What you will learn")
+        '# 00 · T\n\n## What you will learn'
+    """
+    return re.sub(r"\n{3,}", "\n\n", _BADGE_LINE.sub("", title))
 
 
 def _strip(cell: dict[str, Any]) -> dict[str, Any]:
@@ -293,7 +314,7 @@ def student_copy(nb: dict[str, Any], name: str) -> dict[str, Any]:
         cell["source"] = text.splitlines(keepends=True)
         new_cells.append(cell)
     title = next(c for c in new_cells if c["cell_type"] == "markdown")
-    title["source"] = (banner(name) + _source(title)).splitlines(keepends=True)
+    title["source"] = (banner(name) + _without_badges(_source(title))).splitlines(keepends=True)
     tally = _strip(after[-1])
     tally["source"] = tally_source(sorted(solved, key=lambda f: int(f.split("_")[1]))).splitlines(keepends=True)
     new_cells.append(tally)

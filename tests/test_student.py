@@ -386,3 +386,19 @@ def test_no_cell_of_a_copy_leads_to_the_full_notebook_and_its_solutions(pairs, n
                  "with the solutions", "colab-badge.svg", "open-in-kaggle.svg"):
         assert leak not in text, f"{name}: the copy still has {leak!r}"
     assert "colab-badge.svg" in _src(nb["cells"][0]), "the full notebook keeps its badges"
+
+
+# Lines of the lessons where "solution" means the optimum a training run reaches, not an exercise's answer.
+SOLUTION_IN_A_LESSON = {"ends further from a good solution."}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_no_line_of_a_copy_mentions_solutions_and_the_title_keeps_its_text(pairs, name):
+    _, student = pairs[name]
+    for cell in student["cells"]:
+        for line in _src(cell).splitlines():
+            assert "solution" not in line.lower() or line.strip() in SOLUTION_IN_A_LESSON, (cell["id"], line)
+    title = _src(student["cells"][0])
+    assert "Open in Colab" not in title and "Open in Kaggle" not in title and "View source" not in title
+    assert f"\n# {name[:2]} · " in title and "## What you will learn" in title and "\n\n\n" not in title
+    assert "upload it to Colab" in title and "JupyterLab" in title  # how a copy handed out as a file is opened

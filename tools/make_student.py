@@ -169,7 +169,7 @@ def banner(name: str) -> str:
     """
     if name not in nbrun.COURSE:
         raise ValueError(f"name={name!r}: use one of {', '.join(nbrun.COURSE)}.")
-    return ("> **Student copy**: the exercises without their answers; your instructor has the full notebook. "
+    return ("> **Student copy**: the exercises without their answers. Your instructor has the full notebook. "
             "Run every cell, then fill in the exercises and run their checks again.\n"
             ">\n"
             "> Open this file in JupyterLab, or upload it to Colab (File > Upload notebook) or Kaggle "
@@ -182,7 +182,7 @@ _BADGE_LINE = re.compile(r"^.*\]\(https://(?:colab\.research\.google\.com/github
 
 
 def _without_badges(title: str) -> str:
-    """The title cell's text without its badge line (and the blank line it leaves).
+    r"""The title cell's text without its badge line (and the blank line it leaves).
 
     Example:
         >>> _without_badges("# 00 · T\n\n[![Open in Colab](x.svg)](https://colab.research.google.com/github/o/r/"

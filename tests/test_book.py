@@ -199,3 +199,23 @@ def test_the_source_folder_has_the_readme_as_front_page_the_course_in_order_and_
     title = "".join(page["cells"][0]["source"])
     assert "![" not in title and colab.colab_url("06_mixed_precision.ipynb") in title
     shutil.rmtree(tmp_path / "src")
+
+
+def test_a_page_never_shows_papermills_parameters_and_says_when_it_ran_at_smoke_size():
+    """An instructor's review: pages built from test runs showed RESULTS_PATH = "/tmp/pytest-..." and tiny runs'
+    numbers with nothing saying so."""
+    def executed(smoke: bool) -> dict:
+        return {"metadata": {}, "cells": [
+            {"cell_type": "markdown", "source": "# 03 · CPU vs GPU timing\n\nIntro.", "metadata": {}},
+            {"cell_type": "code", "source": "SMOKE = False", "metadata": {"tags": ["parameters"]}},
+            {"cell_type": "code", "source": f"SMOKE = {smoke}\nRESULTS_PATH = \"/tmp/pytest-of-root/r.json\"\n",
+             "metadata": {"tags": ["injected-parameters"]}}]}
+
+    smoke = build_book.for_the_page(executed(True))
+    assert "/tmp/pytest-of-root" not in json.dumps(smoke) and len(smoke["cells"]) == 2
+    title = smoke["cells"][0]["source"]
+    assert title.startswith("# 03 · CPU vs GPU timing\n\n> **Executed at the quick test sizes**") and "Intro." in title
+    learner = build_book.for_the_page(executed(False))
+    assert "Executed at the quick" not in json.dumps(learner) and "/tmp/pytest-of-root" not in json.dumps(learner)
+    recorded = {"metadata": {"papermill": {"parameters": {"SMOKE": True}}}, "cells": []}
+    assert build_book.ran_at_smoke_size(recorded) and not build_book.ran_at_smoke_size(executed(False))

@@ -168,6 +168,26 @@ def test_every_notebook_page_has_colab_and_kaggle_buttons_with_the_badges_urls(p
     assert pages["index"]["colab"] is None
 
 
+def test_no_page_shows_papermills_parameters_and_each_says_at_what_size_it_ran(pages, site):
+    import json
+
+    for name in PAGES[1:]:
+        text = pages[name]["text"]  # the notebook's own parameters cell has RESULTS_PATH = "": papermill's a path
+        assert 'RESULTS_PATH = "/' not in text and "# Parameters\nSMOKE" not in text, f"{name}: papermill's cell"
+    # Built from smoke runs (a test's executed notebooks or --smoke): every notebook page says so under its title.
+    smoke = all("Executed at the quick test sizes" in pages[name]["text"] for name in PAGES[1:])
+    none = not any("Executed at the quick test sizes" in pages[name]["text"] for name in PAGES[1:])
+    assert smoke or none, "some pages say they ran at smoke size, others do not"
+    ran = os.environ.get("COURSE_SITE_EXECUTED")
+    if ran:  # the notice follows what the notebooks ran with
+        said = json.loads((Path(ran) / nbrun.present()[0]).read_text())
+        assert smoke == (said.get("metadata", {}).get("papermill", {}).get("parameters", {}).get("SMOKE") is True
+                         or any("SMOKE = True" in "".join(c["source"]) for c in said["cells"]
+                                if "injected-parameters" in c.get("metadata", {}).get("tags", [])))
+    else:
+        assert smoke, "a --smoke build must say so on its pages"
+
+
 def test_every_page_shows_its_plots_with_their_alt_text(pages):
     alt = json.loads((ROOT / "book" / "alt_text.json").read_text())
     shown = 0

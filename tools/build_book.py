@@ -279,6 +279,48 @@ def execute(names: list[str], workdir: Path, smoke: bool, jobs: int) -> tuple[di
     return {n: p for n, p, _ in ran}, {n: s for n, _, s in ran}
 
 
+SMOKE_NOTICE = ("> **Executed at the quick test sizes** (`SMOKE = True`): this page's figures and timings come from "
+                "tiny runs and are noisy. `make book` executes every notebook at learner sizes for the real ones.\n")
+
+
+def ran_at_smoke_size(notebook: Mapping[str, Any]) -> bool:
+    """Whether papermill's injected parameters (or its recorded ones) set ``SMOKE = True``.
+
+    Example:
+        >>> ran_at_smoke_size({"cells": [{"cell_type": "code", "source": "SMOKE = True\\n",
+        ...                               "metadata": {"tags": ["injected-parameters"]}}]})
+        True
+        >>> ran_at_smoke_size({"cells": [], "metadata": {"papermill": {"parameters": {"SMOKE": False}}}})
+        False
+    """
+    if notebook.get("metadata", {}).get("papermill", {}).get("parameters", {}).get("SMOKE") is True:
+        return True
+    return any(re.search(r"^SMOKE = True\b", _source(c), re.M) for c in notebook["cells"]
+               if "injected-parameters" in c.get("metadata", {}).get("tags", []))
+
+
+def for_the_page(notebook: dict[str, Any]) -> dict[str, Any]:
+    """The notebook without papermill's injected parameters cell (a test run's temporary paths), and with a notice
+    on top when it ran at the quick test sizes, so nobody reads its tiny runs' numbers as the course's.
+
+    Example:
+        >>> nb = {"cells": [{"cell_type": "markdown", "source": "# 00 · title"}, {"cell_type": "code",
+        ...       "source": "SMOKE = True\\nRESULTS_PATH = '/tmp/x'", "metadata": {"tags": ["injected-parameters"]}}]}
+        >>> page = for_the_page(nb)
+        >>> [c["cell_type"] for c in page["cells"]], page["cells"][0]["source"].split("\\n")[2][:30]
+        (['markdown'], '> **Executed at the quick test')
+    """
+    smoke = ran_at_smoke_size(notebook)
+    notebook["cells"] = [c for c in notebook["cells"]
+                         if "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
+    if smoke:
+        first = next(c for c in notebook["cells"] if c.get("cell_type") == "markdown")
+        title, _, rest = _source(first).partition("\n")  # under the title, so it stays the page's title
+        head, tail = (f"{title}\n\n", rest) if title.startswith("# ") else ("", _source(first))
+        first["source"] = f"{head}{SMOKE_NOTICE}\n{tail}"
+    return notebook
+
+
 def prepare_source(src: Path, executed: Mapping[str, Path], alt: Mapping[str, Mapping[str, str]]) -> None:
     """Write the Sphinx source folder: `index.md` from the README, the executed notebooks made ready for the site."""
     names = list(executed)
@@ -286,7 +328,7 @@ def prepare_source(src: Path, executed: Mapping[str, Path], alt: Mapping[str, Ma
     toc = "\n".join(n[: -len(".ipynb")] for n in names)
     (src / "index.md").write_text(f"{readme}\n\n```{{toctree}}\n:hidden:\n:caption: Notebooks\n\n{toc}\n```\n")
     for name, path in executed.items():
-        notebook = json.loads(path.read_text())
+        notebook = for_the_page(json.loads(path.read_text()))
         given = alt.get(name, {})
         for cell in notebook["cells"]:
             if cell.get("cell_type") == "markdown":

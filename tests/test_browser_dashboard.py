@@ -120,6 +120,13 @@ class Page:
         self.page.locator(".jp-SideBar [data-id='gpu-dashboard']").click()
         self.page.wait_for_function(f"window.jupyterapp.commands.hasCommand('{OPEN}')", timeout=10_000)
 
+    def assert_clean_and_close(self, lab, gpus: int) -> None:
+        """No page error, no console error but the expected ones, nothing wrong in the server's log; then close."""
+        assert not self.errors, self.errors
+        assert not self.unexpected_console_errors(gpus), self.console
+        assert not server_errors(lab.log.read(), gpus), lab.log.read()[-3000:]
+        self.page.close()
+
     def attached(self, widget_id: str) -> bool:
         return self.page.evaluate("id => [...window.jupyterapp.shell.widgets('main')].some(w => w.id === id "
                                   "&& w.isAttached && w.isVisible)", widget_id)
@@ -172,10 +179,7 @@ def test_machine_resources_panel_draws_cpu_and_memory_lines_that_move(lab, brows
     # issue 206): the page text promises CPU and memory only. If this fails, the charts now draw: say so there.
     later = page.page.evaluate(LINES, "machine-resource-widget")
     assert [line["d"] for line in later[2:]] == ["", "", "", ""], later
-    assert not page.errors, page.errors
-    assert not page.unexpected_console_errors(gpus), page.console
-    assert not server_errors(lab.log.read(), gpus), lab.log.read()[-3000:]
-    page.page.close()
+    page.assert_clean_and_close(lab, gpus)
 
 
 def test_gpu_panel_without_a_gpu_is_an_empty_chart_not_a_crash(lab, browser, gpus):
@@ -199,10 +203,7 @@ def test_gpu_panel_without_a_gpu_is_an_empty_chart_not_a_crash(lab, browser, gpu
         refused = "404 GET /nvdashboard/gpu_utilization "
         log = lab.log.read()
         assert refused in log, log[-3000:]
-    assert not page.errors, page.errors
-    assert not page.unexpected_console_errors(gpus), page.console
-    assert not server_errors(lab.log.read(), gpus), lab.log.read()[-3000:]
-    page.page.close()
+    page.assert_clean_and_close(lab, gpus)
 
 
 def test_notebook_toolbar_asks_for_gpu_accelerators_and_offers_none_without_a_gpu(lab, browser, gpus):
@@ -224,7 +225,4 @@ def test_notebook_toolbar_asks_for_gpu_accelerators_and_offers_none_without_a_gp
                                 "[title=\"Loading GPU accelerators...\"]')", timeout=10_000)
     selector = page.page.locator(".jp-NotebookPanel-toolbar .jp-AcceleratorSelector select")
     assert selector.count() == (1 if gpus else 0)
-    assert not page.errors, page.errors
-    assert not page.unexpected_console_errors(gpus), page.console
-    assert not server_errors(lab.log.read(), gpus), lab.log.read()[-3000:]
-    page.page.close()
+    page.assert_clean_and_close(lab, gpus)

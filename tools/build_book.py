@@ -214,6 +214,11 @@ def without_live_views(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
+def _injected(cell: Mapping[str, Any]) -> bool:
+    """Whether `cell` is the parameters cell papermill injected (tagged ``injected-parameters``)."""
+    return "injected-parameters" in cell.get("metadata", {}).get("tags", [])
+
+
 def code_sources(notebook: Mapping[str, Any]) -> list[str]:
     """The code of a notebook, cell by cell, without the cell papermill injects for the parameters.
 
@@ -223,7 +228,7 @@ def code_sources(notebook: Mapping[str, Any]) -> list[str]:
         ['x = 1']
     """
     return [_source(c).strip() for c in notebook["cells"] if c.get("cell_type") == "code"
-            and "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
+            and not _injected(c)]
 
 
 def check_executed(folder: Path, names: Iterable[str]) -> dict[str, Path]:
@@ -296,7 +301,7 @@ def ran_at_smoke_size(notebook: Mapping[str, Any]) -> bool:
     if notebook.get("metadata", {}).get("papermill", {}).get("parameters", {}).get("SMOKE") is True:
         return True
     return any(re.search(r"^SMOKE = True\b", _source(c), re.M) for c in notebook["cells"]
-               if "injected-parameters" in c.get("metadata", {}).get("tags", []))
+               if _injected(c))
 
 
 def for_the_page(notebook: dict[str, Any]) -> dict[str, Any]:
@@ -312,7 +317,7 @@ def for_the_page(notebook: dict[str, Any]) -> dict[str, Any]:
     """
     smoke = ran_at_smoke_size(notebook)
     notebook["cells"] = [c for c in notebook["cells"]
-                         if "injected-parameters" not in c.get("metadata", {}).get("tags", [])]
+                         if not _injected(c)]
     if smoke:
         first = next(c for c in notebook["cells"] if c.get("cell_type") == "markdown")
         title, _, rest = _source(first).partition("\n")  # under the title, so it stays the page's title

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,19 @@ def kernel_environment(workdir: Path, course: Path | None = None, gpu_path: bool
     return env
 
 
+@contextlib.contextmanager
+def kernel_environ(env: dict[str, str]) -> Iterator[None]:
+    """Make `env` the whole process environment while kernels start (they copy it), then restore the caller's."""
+    before = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
+
+
 def where_the_kernel_died(output: Path) -> str:
     """The cell papermill marked as running in the notebook it saved when its kernel died."""
     try:
@@ -157,20 +171,13 @@ def run_notebook(name: str, workdir: Path, smoke: bool = True, timeout: int = 60
 
     workdir.mkdir(parents=True, exist_ok=True)
     results_path = workdir / "results.json"
-    env_before = dict(os.environ)
-    kernel_env = kernel_environment(workdir, course, gpu_path)  # read before the environment is cleared
-    os.environ.clear()
-    os.environ.update(kernel_env)
     start = time.perf_counter()
-    try:
+    with kernel_environ(kernel_environment(workdir, course, gpu_path)):
         once_more_if_the_kernel_dies(lambda: pm.execute_notebook(
             str((course or ROOT) / "notebooks" / name), str(workdir / name),
             parameters={"SMOKE": smoke, "RESULTS_PATH": str(results_path), **params},
             cwd=str(workdir), kernel_name="python3", progress_bar=False, execution_timeout=timeout,
         ), workdir / name)
-    finally:
-        os.environ.clear()
-        os.environ.update(env_before)
     seconds = time.perf_counter() - start
     results = json.loads(results_path.read_text())
     return Run(results, nbformat.read(workdir / name, as_version=4), seconds, workdir)

@@ -197,15 +197,9 @@ class SessionNotebook(nbval_plugin.IPyNbFile):
         env = nbrun.kernel_environment(self.workdir, course=course_copy(self.config), gpu_path=True)
         env["COURSE_SMOKE"] = "1"  # pass 2 runs the committed parameters cell, which reads it
         env.update(self.variant[1])
-        before = dict(os.environ)
-        os.environ.clear()
-        os.environ.update(env)
-        try:
+        with nbrun.kernel_environ(env):
             self.kernel = nbval_plugin.RunningKernel("python3", cwd=str(self.workdir),
                                                startup_timeout=self.config.option.nbval_kernel_startup_timeout)
-        finally:
-            os.environ.clear()
-            os.environ.update(before)
 
     def setup(self) -> None:
         self.workdir = self.config._tmp_path_factory.mktemp(self.path.stem[:2]) / "my runs"

@@ -343,20 +343,14 @@ def test_student_copy_runs_clean_and_every_check_says_not_answered_yet(copies, n
     workdir = tmp_path / "run"
     workdir.mkdir()
     results_path = workdir / "results.json"
-    env_before = dict(os.environ)
     kernel_env = nbrun.kernel_environment(workdir)  # no course on PYTHONPATH: helpers as make lab installs them
     kernel_env.pop("COURSE_STUDENT_RUN", None)
     children_before = {p.pid for p in psutil.Process().children(recursive=True)}
-    os.environ.clear()
-    os.environ.update(kernel_env)
     start = time.perf_counter()
-    try:
+    with nbrun.kernel_environ(kernel_env):
         nbrun.once_more_if_the_kernel_dies(lambda: pm.execute_notebook(
             str(copies / name), str(workdir / name), parameters={"SMOKE": True, "RESULTS_PATH": str(results_path)},
             cwd=str(copies), kernel_name="python3", progress_bar=False, execution_timeout=600), workdir / name)
-    finally:
-        os.environ.clear()
-        os.environ.update(env_before)
     seconds = time.perf_counter() - start
     executed = nbformat.read(workdir / name, as_version=4)
     assert nbrun.stderr_text(executed) == ""

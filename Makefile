@@ -22,7 +22,7 @@ OFFLINE := $(PY) tools/offline.py --
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 TOKEN_FLAG := $(if $(LAB_TOKEN),--IdentityProvider.token=$(LAB_TOKEN),)
 
-.PHONY: lab test test-full test-browser test-colab test-kaggle book bench doctor lint strip clean install install-test kernel help tensorboard
+.PHONY: lab test test-full install-hosted install-browser test-browser test-colab test-kaggle book bench doctor lint strip clean install install-test kernel help tensorboard
 
 help:
 	@echo "make lab        set up .venv and open the course in JupyterLab"
@@ -61,8 +61,13 @@ $(TEST_STAMP): $(RUNTIME_STAMP) requirements-test.txt
 install: $(RUNTIME_STAMP)
 install-test: $(TEST_STAMP)
 
-kernel: $(RUNTIME_STAMP)
+# The kernelspec is a file target: targets that run side by side (.ci/run) find it made and do not rewrite it.
+KERNEL_SPEC := $(VENV)/share/jupyter/kernels/python3/kernel.json
+$(KERNEL_SPEC): $(RUNTIME_STAMP)
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (GPU DL course)" >/dev/null
+	@touch $@
+
+kernel: $(KERNEL_SPEC)
 
 lab: kernel
 	$(VENV)/bin/jupyter lab --notebook-dir=$(LAB_DIR) --ip=127.0.0.1 --port=$(LAB_PORT) \
@@ -85,35 +90,41 @@ test: $(TEST_STAMP) kernel lint
 
 # The learner's path in a real browser: Debian's chromium (installed with apt-get when missing and we are
 # root) driven by Playwright. Playwright's own browser download is never used.
-test-browser: $(TEST_STAMP) kernel
+# install-browser: what test-browser needs beyond make test (the site's and Playwright's packages, Chromium); it only
+# adds packages to .venv, so .ci/run runs it beside make test-hosted.
+install-browser: $(TEST_STAMP)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-browser.txt
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 		{ echo "chromium is missing: install Debian's chromium package (as root: apt-get install chromium)"; exit 1; }
+
+test-browser: install-browser kernel
 	@# The site test builds from the notebooks make test executed (build/executed) when they run today's code.
 	site=$$($(PY) -c "import sys; sys.path[:0] = ['tools', 'tests']; import build_book, nbrun; \
 		build_book.check_executed('build/executed', nbrun.present()); print('$(CURDIR)/build/executed')" 2>/dev/null); \
 		echo "course site built from: $${site:-a smoke run of its own}"; \
 		COURSE_SITE_EXECUTED=$$site $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m browser tests/test_browser*.py -p no:cacheprovider
 
+# The hosted-runtime venv (tools/colab_env.py): Python 3.12 with Colab's TensorFlow and Keras; a no-op when it is
+# up to date. It needs nothing of .venv, so .ci/run builds it while make test installs .venv.
+install-hosted:
+	$(PYTHON) tools/colab_env.py --python $(COLAB_PYTHON) --venv $(COLAB_VENV) >/dev/null
+
 # Colab's preinstalled TensorFlow and Keras lag the course's pins: every notebook, opened alone in a fresh
 # folder, fetches the course from a local bare clone and runs in smoke mode on Python 3.12 with them.
-test-colab:
-	$(PYTHON) tools/colab_env.py --python $(COLAB_PYTHON) --venv $(COLAB_VENV) >/dev/null
+test-colab: install-hosted
 	$(COLAB_VENV)/bin/pytest -n $(PYTEST_WORKERS) -p no:cacheprovider tests/test_colab_runtime.py
 
 # Kaggle: no google.colab, KAGGLE_KERNEL_RUN_TYPE set as in every Kaggle kernel, a fresh working folder; the same
 # Python 3.12 venv with Colab-era TensorFlow and Keras (Kaggle's images ship a similar pair).
-test-kaggle:
-	$(PYTHON) tools/colab_env.py --python $(COLAB_PYTHON) --venv $(COLAB_VENV) >/dev/null
+test-kaggle: install-hosted
 	COURSE_FAKE_RUNTIME=kaggle KAGGLE_KERNEL_RUN_TYPE=Interactive \
 		$(COLAB_VENV)/bin/pytest -n $(PYTEST_WORKERS) -p no:cacheprovider tests/test_colab_runtime.py
 
 # Both hosted runtimes in one session (CI): every notebook on the Colab-like and on the Kaggle-like runtime, the
 # two workers kept busy across both lists instead of each list's last notebook running alone.
 .PHONY: test-hosted
-test-hosted:
-	$(PYTHON) tools/colab_env.py --python $(COLAB_PYTHON) --venv $(COLAB_VENV) >/dev/null
+test-hosted: install-hosted
 	COURSE_HOSTED_RUNTIMES=colab,kaggle $(COLAB_VENV)/bin/pytest -n $(PYTEST_WORKERS) -p no:cacheprovider \
 		tests/test_colab_runtime.py
 

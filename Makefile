@@ -61,7 +61,7 @@ $(TEST_STAMP): $(RUNTIME_STAMP) requirements-test.txt
 install: $(RUNTIME_STAMP)
 install-test: $(TEST_STAMP)
 
-# The kernelspec is a file target: targets that run side by side (.ci/run) find it made and do not rewrite it.
+# The kernelspec is a file target: a target that needs it finds it made (and two run side by side do not race).
 KERNEL_SPEC := $(VENV)/share/jupyter/kernels/python3/kernel.json
 $(KERNEL_SPEC): $(RUNTIME_STAMP)
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (GPU DL course)" >/dev/null
@@ -90,8 +90,7 @@ test: $(TEST_STAMP) kernel lint
 
 # The learner's path in a real browser: Debian's chromium (installed with apt-get when missing and we are
 # root) driven by Playwright. Playwright's own browser download is never used.
-# install-browser: what test-browser needs beyond make test (the site's and Playwright's packages, Chromium); it only
-# adds packages to .venv, so .ci/run runs it beside make test-hosted.
+# install-browser: what test-browser needs beyond make test (the site's and Playwright's packages, Chromium).
 install-browser: $(TEST_STAMP)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-browser.txt
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
@@ -106,7 +105,7 @@ test-browser: install-browser kernel
 		COURSE_SITE_EXECUTED=$$site $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m browser tests/test_browser*.py -p no:cacheprovider
 
 # The hosted-runtime venv (tools/colab_env.py): Python 3.12 with Colab's TensorFlow and Keras; a no-op when it is
-# up to date. It needs nothing of .venv, so .ci/run builds it while make test installs .venv.
+# up to date. It needs nothing of .venv.
 install-hosted:
 	$(PYTHON) tools/colab_env.py --python $(COLAB_PYTHON) --venv $(COLAB_VENV) >/dev/null
 

@@ -6,6 +6,10 @@ Each suite runs in a new `git clone` of this repository's HEAD (no .venv: it ins
 pip's cache, as CI does), one after the other, on an otherwise quiet machine. Written to
 benchmarks/suites.json and to the "Test suites" section of benchmarks/RESULTS.md. The targets (make test
 within 6 minutes, the CI script within 12, on 2 cores) are reported as met or missed, never asserted by a test.
+
+Each suite's CPU work is measured too: the core-seconds the whole machine was busy while it ran (/proc/stat, so
+every process counts: kernels, their children, Chromium, SLURM's daemons). Divided by the cores it is the least
+wall time the same work can take on this machine, however it is spread over processes.
 """
 
 from __future__ import annotations
@@ -42,14 +46,31 @@ def _counts(text: str) -> dict[str, int]:
     return counts
 
 
-def _fresh_clone_run(command: list[str]) -> tuple[float, str, int]:
+def busy_core_seconds(stat: str | None = None) -> float:
+    """Core-seconds the machine has been busy since boot: user, nice, system, irq and softirq time in /proc/stat.
+
+    Idle, iowait and steal (time the hypervisor gave to another machine) are not work done here.
+
+    Example:
+        >>> round(busy_core_seconds("cpu  100 0 50 900 7 0 50 3 0 0") * os.sysconf("SC_CLK_TCK"))  # jiffies
+        200
+    """
+    if stat is None:
+        stat = Path("/proc/stat").read_text()
+    fields = [int(v) for v in stat.splitlines()[0].split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq = fields[:7]
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def _fresh_clone_run(command: list[str]) -> tuple[float, float, str, int]:
+    """Seconds, busy core-seconds of the machine, output and exit code of `command` in a new clone of HEAD."""
     with tempfile.TemporaryDirectory() as tmp:
         clone = Path(tmp) / "c"
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), busy_core_seconds()
         done = subprocess.run(command, cwd=clone, capture_output=True, text=True)
-        seconds = time.perf_counter() - start
-    return seconds, done.stdout + done.stderr, done.returncode
+        seconds, cpu = time.perf_counter() - start, busy_core_seconds() - cpu
+    return seconds, cpu, done.stdout + done.stderr, done.returncode
 
 
 def measure(ci: bool = True) -> dict:
@@ -59,33 +80,52 @@ def measure(ci: bool = True) -> dict:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     out: dict = {"measured": time.strftime("%Y-%m-%d", time.gmtime()), "commit": commit,
-                 "machine": f"{cpu.model_name()}, {os.cpu_count()} logical cores", "suites": {}}
-    seconds, text, code = _fresh_clone_run(["make", "test"])
-    out["suites"]["make test"] = {"seconds": round(seconds, 1), "ok": code == 0, "counts": _counts(text)}
+                 "machine": f"{cpu.model_name()}, {os.cpu_count()} logical cores", "cores": os.cpu_count(),
+                 "suites": {}}
+    seconds, core_s, text, code = _fresh_clone_run(["make", "test"])
+    out["suites"]["make test"] = {"seconds": round(seconds, 1), "core_seconds": round(core_s), "ok": code == 0,
+                                  "counts": _counts(text)}
     if ci:
-        seconds, text, code = _fresh_clone_run(["bash", ".ci/run"])
+        seconds, core_s, text, code = _fresh_clone_run(["bash", ".ci/run"])
         targets = {f"make {name}": int(s) for name, s in re.findall(r"^make (\S+) took (\d+) s$", text, re.M)}
-        out["suites"]["CI script (.ci/run)"] = {"seconds": round(seconds, 1), "ok": code == 0,
-                                                "counts": _counts(text), "targets_s": targets}
+        target_cpu = {f"make {name}": int(s) for name, s in
+                      re.findall(r"^make (\S+) ran while the machine used (\d+) core-s of CPU$", text, re.M)}
+        out["suites"]["CI script (.ci/run)"] = {"seconds": round(seconds, 1), "core_seconds": round(core_s),
+                                                "ok": code == 0, "counts": _counts(text), "targets_s": targets,
+                                                "targets_core_s": target_cpu}
     return out
 
 
 def section(data: dict) -> list[str]:
-    """The RESULTS.md lines of the suites' figures, each against its target."""
+    """The RESULTS.md lines of the suites' figures, each against its target, and its CPU work against the cores."""
+    cores = data.get("cores") or 2
     lines = [HEADING, "", f"Measured {data['measured']} at commit {data['commit']} on {data['machine']}: each suite in "
-             "a new `git clone` (pip's cache warm, no .venv yet), one at a time, nothing else running.", "",
-             "| suite | wall time | target | tests | result |", "| --- | --- | --- | --- | --- |"]
+             "a new `git clone` (pip's cache warm, no .venv yet), one at a time, nothing else running. CPU work: the "
+             "core-seconds the whole machine was busy while the suite ran (/proc/stat: every process counts). The rule "
+             f"for the last column: a suite cannot take less wall time than its CPU work divided by the {cores} cores, "
+             "however its work is spread; a target below that floor needs less work, not more parallelism.", "",
+             "| suite | wall time | target | tests | result | CPU work | floor on this machine |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     for name, suite in data["suites"].items():
         target = TARGETS_S.get(name)
         verdict = ("met" if suite["seconds"] <= target else "MISSED") if target else ""
         counts = ", ".join(f"{v} {k}" for k, v in suite["counts"].items()) or "n/a"
+        work, floor = "n/a", "n/a"
+        if suite.get("core_seconds") is not None:
+            least, busy = suite["core_seconds"] / cores, suite["core_seconds"] / suite["seconds"] / cores
+            work = f"{suite['core_seconds']} core-s ({busy:.0%} of the cores)"
+            floor = f"{least / 60:.1f} min ({least:.0f} s)" + (
+                f", {'above' if least > target else 'below'} the target" if target else "")
         lines.append(f"| {name} | {suite['seconds'] / 60:.1f} min ({suite['seconds']:.0f} s) | "
                      f"{target // 60 if target else '-'} min | {counts} | "
-                     f"{'passed' if suite['ok'] else 'FAILED'}, target {verdict} |")
+                     f"{'passed' if suite['ok'] else 'FAILED'}, target {verdict} | {work} | {floor} |")
     for name, suite in data["suites"].items():
         if suite.get("targets_s"):
-            parts = ", ".join(f"`{t}` {s} s" for t, s in suite["targets_s"].items())
-            lines += ["", f"{name}, by target: {parts}."]
+            cpu = suite.get("targets_core_s", {})
+            parts = ", ".join(f"`{t}` {s} s" + (f" ({cpu[t]} core-s)" if t in cpu else "")
+                              for t, s in suite["targets_s"].items())
+            lines += ["", f"{name}, by target (core-s: the whole machine while the target ran, so a target run "
+                          f"beside another shares its figure): {parts}."]
     return lines + [""]
 
 

@@ -40,11 +40,23 @@ def test_the_suites_section_reports_each_suite_against_its_target_and_replaces_t
             "suites": {"make test": {"seconds": 359.0, "ok": True, "counts": {"passed": 2700}},
                        "CI script (.ci/run)": {"seconds": 721.0, "ok": False, "counts": {"passed": 30, "failed": 1},
                                                "targets_s": {"make test": 359}}}}
-    lines = suites.section(data)
-    assert "| make test | 6.0 min (359 s) | 6 min | 2700 passed | passed, target met |" in lines
-    assert "| CI script (.ci/run) | 12.0 min (721 s) | 12 min | 30 passed, 1 failed | FAILED, target MISSED |" in lines
+    lines = suites.section(data)  # figures from before the CPU work was measured: n/a, not a made-up floor
+    assert "| make test | 6.0 min (359 s) | 6 min | 2700 passed | passed, target met | n/a | n/a |" in lines
+    assert ("| CI script (.ci/run) | 12.0 min (721 s) | 12 min | 30 passed, 1 failed | FAILED, target MISSED | n/a "
+            "| n/a |") in lines
     old = "# Benchmarks\n\n" + suites.HEADING + "\n\nstale figures\n\n## Matmul\nkept\n"
     new = suites.splice(old, lines)
     assert "stale figures" not in new and new.endswith("## Matmul\nkept\n") and new.count(suites.HEADING) == 1
+    # With the CPU work: the floor is the work over the cores, read against the target on both sides of it.
+    data["cores"] = 2
+    data["suites"]["make test"]["core_seconds"] = 600  # 600 / 2 = 300 s: below the 6 min target
+    data["suites"]["CI script (.ci/run)"].update(core_seconds=1442, targets_core_s={"make test": 610})  # 721 s > 720
+    lines = suites.section(data)
+    assert ("| make test | 6.0 min (359 s) | 6 min | 2700 passed | passed, target met | 600 core-s (84% of the cores) "
+            "| 5.0 min (300 s), below the target |") in lines
+    assert any(line.endswith("| 1442 core-s (100% of the cores) | 12.0 min (721 s), above the target |")
+               for line in lines), lines
+    assert "`make test` 359 s (610 core-s)" in "\n".join(lines)
+    assert "divided by the 2 cores" in "\n".join(lines)
     assert suites._counts("=== 5 passed, 2 skipped in 3.1s ===\n=== 1 failed, 4 passed in 1s ===") == {
         "passed": 9, "skipped": 2, "failed": 1}

@@ -70,7 +70,13 @@ def _fresh_clone_run(command: list[str]) -> tuple[float, float, str, int]:
         start, cpu = time.perf_counter(), busy_core_seconds()
         done = subprocess.run(command, cwd=clone, capture_output=True, text=True)
         seconds, cpu = time.perf_counter() - start, busy_core_seconds() - cpu
-    return seconds, cpu, done.stdout + done.stderr, done.returncode
+    text = done.stdout + done.stderr
+    if done.returncode:  # the clone is gone: keep what the failing run printed
+        log = ROOT / "build" / f"suites-{'-'.join(command).replace('/', '_')}.log"
+        log.parent.mkdir(exist_ok=True)
+        log.write_text(text)
+        print(f"{' '.join(command)} failed (exit {done.returncode}): its output is in {log}", file=sys.stderr)
+    return seconds, cpu, text, done.returncode
 
 
 def measure(ci: bool = True) -> dict:

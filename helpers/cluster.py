@@ -693,7 +693,7 @@ its pod fails and the Job replaces it.
     if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not bound > 0:
         raise ValueError(f"bound={bound!r}: use a positive number of seconds.")
     parts = [f"Worker {lost} {lost_how}."]
-    by_itself = 0
+    by_itself = aborted = 0  # aborted: ended within the bound by TensorFlow's own SIGABRT, counted in by_itself
     survivors = [i for i in range(len(exit_codes)) if i != lost]
     for i in survivors:
         exit_code, t = exit_codes[i], seconds[i]
@@ -706,6 +706,12 @@ its pod fails and the Job replaces it.
             parts.append(f"Worker {i} exited by itself with code {code}, {when}.")
         elif exit_code == code:
             parts.append(f"Worker {i} exited with code {code}, but {when}, past the {bound:g} s bound.")
+        elif exit_code == -signal.SIGABRT and t is not None and round(t, 1) <= bound:
+            by_itself += 1
+            aborted += 1
+            parts.append(f"Worker {i} ended by itself {when}, but not with code {code}: TensorFlow aborted the "
+                         "process (SIGABRT) before the script's handler ran, as it sometimes does when a collective "
+                         "times out on a loaded machine. A crash fails the pod all the same.")
         elif exit_code == -9:
             parts.append(f"Worker {i} hung: it was still running at the end of the bounded wait, and SIGKILL ended it "
                          f"({when}).")
@@ -722,10 +728,13 @@ its pod fails and the Job replaces it.
                         f"worker{'s wait' if len(survivors) > 1 else ' waits'} for it to join, so on Kubernetes the "
                         "job makes no progress until activeDeadlineSeconds (or backoffLimit, if a waiting worker "
                         "gives up and fails again) ends it. Under SLURM, srun --kill-on-bad-exit=1 ends the whole "
-                        f"step, worker {lost} included, as soon as a survivor exits with code {code}, and the batch "
+                        f"step, worker {lost} included, as soon as a survivor exits with code {code}"
+                        f"{' or crashes' if aborted else ''}, and the batch "
                         "script requeues the job")
-        parts.append(f'Rule: a survivor exits by itself when it ends with code {code} (the script\'s "lost the '
-                     f'cluster") within {bound:g} s; so {by_itself} of {len(survivors)} did: {verdict}.')
+        how = f'with code {code} (the script\'s "lost the cluster")' + (" or by TensorFlow's abort (SIGABRT)"
+                                                                        if aborted else "")
+        parts.append(f"Rule: a survivor exits by itself when it ends {how} within {bound:g} s; so {by_itself} of "
+                     f"{len(survivors)} did" + (f" ({aborted} by the abort)" if aborted else "") + f": {verdict}.")
     return " ".join(parts)
 
 

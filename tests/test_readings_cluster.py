@@ -210,3 +210,18 @@ def test_survivors_reading_of_a_hang():
     hung = cluster.survivors_reading([75, 75, -9], [3.04, 3.1, 0.0], 2, 8, lost_how="hung", lost_alive=True)
     assert ("the Job replaces them, but worker 2 still runs and never exits: the new workers wait for it to join, "
             "so on Kubernetes the job makes no progress until activeDeadlineSeconds") in hung
+
+
+def test_survivors_reading_of_a_survivor_tensorflow_aborted_counts_it_as_ended_and_says_how():
+    """On a loaded machine a timed-out collective sometimes makes TensorFlow abort the survivor (SIGABRT, -6)
+    before the script's handler exits with 75: it still ended by itself within the bound and its pod fails."""
+    text = cluster.survivors_reading([-6, -9], [3.04, 0.0], 1, 8, lost_how="hung", lost_alive=True)
+    assert ("Worker 0 ended by itself 3.0 s later, but not with code 75: TensorFlow aborted the process (SIGABRT)"
+            in text)
+    assert "or by TensorFlow's abort (SIGABRT) within 8 s; so 1 of 1 did (1 by the abort)" in text
+    assert "but worker 1 still runs and never exits" in text and "never fails, and is never replaced" not in text
+    assert "exits with code 75 or crashes" in text
+    late = cluster.survivors_reading([-6, -9], [9.0, 0.0], 1, 8)  # past the bound: not counted, and no abort rule
+    assert "so 0 of 1 did" in late and "failed with exit code -6, not 75" in late and "by the abort" not in late
+    normal = cluster.survivors_reading([75, -9], [3.04, 0.0], 1, 8)  # the usual run's sentence is unchanged
+    assert 'ends with code 75 (the script\'s "lost the cluster") within 8 s; so 1 of 1 did:' in normal

@@ -63,11 +63,16 @@ def _workers_kept_private(run) -> None:
         assert text.index(reading) < text.index("worker 0 (pid"), "the network reading comes after the workers"
 
 
-def _survivors_exit_by_themselves(found, lost) -> None:
+def _survivors_exit_by_themselves(found, lost, abort_ok: bool = False) -> None:
     """Every survivor of a lost worker ends on its own with the script's code 75 ("lost the cluster"), within
-    the bound the page states, after the loss: a CPU and a GPU run both catch the same TensorFlow errors."""
+    the bound the page states, after the loss: a CPU and a GPU run both catch the same TensorFlow errors.
+    `abort_ok`: a collective that times out on a loaded machine sometimes makes TensorFlow abort the process
+    (SIGABRT at the timeout, seen twice in full CI runs: make test-hosted on TF 2.20, make test on TF 2.21;
+    never in 8 runs of notebook 08 four at a time) before the script's handler runs; it still ends
+    within the bound, and the reading says so (helpers.cluster.survivors_reading)."""
     survivors = [i for i in range(len(found["exit_codes"])) if i != lost]
-    assert [found["exit_codes"][i] for i in survivors] == [PEER_LOST] * len(survivors), found
+    allowed = {PEER_LOST, -6} if abort_ok else {PEER_LOST}
+    assert {found["exit_codes"][i] for i in survivors} <= allowed, found
     times = [found["exit_s"][i] for i in survivors]
     assert all(t is not None and 0 <= t <= found["bound_s"] for t in times), found
 
@@ -80,11 +85,15 @@ def _hang_ends_by_the_timeout(run) -> None:
     hang = run.results["hang"]
     lost = run.results["workers"] - 1
     assert hang["froze"] is True, hang
-    _survivors_exit_by_themselves(hang, lost)
+    _survivors_exit_by_themselves(hang, lost, abort_ok=True)
     assert all(hang["exit_s"][i] >= hang["timeout_s"] - 1 for i in range(lost)), hang
     assert hang["exit_codes"][lost] == -9 and hang["ended"][lost] == "killed (SIGKILL)", hang
     text = run.outputs_text()
-    assert "lost the cluster (DeadlineExceededError), exit code 75" in text
+    for i in range(lost):  # each survivor's own line in the report, or the reading's sentence for an abort
+        if hang["exit_codes"][i] == PEER_LOST:
+            assert "lost the cluster (DeadlineExceededError), exit code 75" in text
+        else:
+            assert f"Worker {i} ended by itself" in text and "TensorFlow aborted the process (SIGABRT)" in text, text
     assert f"Worker {lost} itself never exited on its own: SIGKILL ended it" in text
     assert "activeDeadlineSeconds ends it" in text
     # the hung worker's pod stays, so a replaced survivor does not bring the job back on Kubernetes; SLURM does

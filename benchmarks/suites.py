@@ -151,15 +151,29 @@ def splice(results_md: str, lines: list[str]) -> str:
     return results_md[:start] + text + (results_md[end:] if end >= 0 else "\n")
 
 
+def record(data: dict) -> bool:
+    """Write `data` to suites.json if every suite passed; else say so and keep the last figures (return False).
+
+    A run cut short by a failing test is not the suite's time: a CI script stopped after `make test` would read
+    as far inside its target.
+    """
+    if not all(s["ok"] for s in data["suites"].values()):
+        print(f"A suite failed: {SUITES_JSON.name} and {RESULTS_MD.name} keep their last figures.", file=sys.stderr)
+        return False
+    SUITES_JSON.write_text(json.dumps(data, indent=1) + "\n")
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-ci", action="store_true", help="time `make test` only")
     args = parser.parse_args(argv)
     data = measure(ci=not args.skip_ci)
-    SUITES_JSON.write_text(json.dumps(data, indent=1) + "\n")
-    RESULTS_MD.write_text(splice(RESULTS_MD.read_text(), section(data)))
     print("\n".join(section(data)))
-    return 0 if all(s["ok"] for s in data["suites"].values()) else 1
+    if not record(data):
+        return 1
+    RESULTS_MD.write_text(splice(RESULTS_MD.read_text(), section(data)))
+    return 0
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ fails here in seconds rather than after the bench's 15 minutes of notebook runs.
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,3 +61,18 @@ def test_the_suites_section_reports_each_suite_against_its_target_and_replaces_t
     assert "divided by the 2 cores" in "\n".join(lines)
     assert suites._counts("=== 5 passed, 2 skipped in 3.1s ===\n=== 1 failed, 4 passed in 1s ===") == {
         "passed": 9, "skipped": 2, "failed": 1}
+
+
+def test_a_failed_suite_run_keeps_the_last_figures(tmp_path, monkeypatch):
+    """A CI script stopped by a failing test after `make test` is not the CI script's time: nothing is written."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import suites
+
+    monkeypatch.setattr(suites, "SUITES_JSON", tmp_path / "suites.json")
+    failed = {"suites": {"make test": {"seconds": 300.0, "ok": True}, "CI script (.ci/run)": {"seconds": 321.0,
+                                                                                            "ok": False}}}
+    assert suites.record(failed) is False and not suites.SUITES_JSON.exists()
+    failed["suites"]["CI script (.ci/run)"]["ok"] = True
+    assert suites.record(failed) is True and json.loads(suites.SUITES_JSON.read_text()) == failed

@@ -699,14 +699,15 @@ its pod fails and the Job replaces it.
         exit_code, t = exit_codes[i], seconds[i]
         when = "at a time not seen" if t is None else (f"{round(t, 1):.1f} s later" if round(t, 1) >= 0 else
                                                       f"{round(-t, 1):.1f} s before it")
+        in_time = t is not None and round(t, 1) <= bound  # as printed
         if exit_code is None:
             parts.append(f"Worker {i} is still running.")
-        elif exit_code == code and t is not None and round(t, 1) <= bound:
+        elif exit_code == code and in_time:
             by_itself += 1
             parts.append(f"Worker {i} exited by itself with code {code}, {when}.")
         elif exit_code == code:
             parts.append(f"Worker {i} exited with code {code}, but {when}, past the {bound:g} s bound.")
-        elif exit_code == -signal.SIGABRT and t is not None and round(t, 1) <= bound:
+        elif exit_code == -signal.SIGABRT and in_time:
             by_itself += 1
             aborted += 1
             parts.append(f"Worker {i} ended by itself {when}, but not with code {code}: TensorFlow aborted the "

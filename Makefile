@@ -14,8 +14,12 @@ LAB_DIR ?= notebooks
 # worker clusters, timeouts, a stated per-file wait), and the extra worker fills that time (2 cores: -n 3 and -n 4
 # both took 4.5 min for make test, with the same tests passing).
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
-COLAB_PYTHON ?= python3.12
+# The hosted-like runtimes (tools/colab_env.py): Colab's is Python 3.13, Kaggle's 3.12; each interpreter is found, or
+# (3.13 on Debian 12) built once from CPython's source in Debian's archive.
+COLAB_PYTHON ?= python3.13
 COLAB_VENV ?= .venv-colab
+KAGGLE_PYTHON ?= python3.12
+KAGGLE_VENV ?= .venv-kaggle
 # The tests run with the network cut (a network namespace, or a socket guard where that is not allowed):
 # nothing in the course may reach the internet at run time.
 OFFLINE := $(PY) tools/offline.py --
@@ -33,10 +37,10 @@ help:
 	@echo "make test-full  run every notebook at learner sizes and report its time"
 	@echo "make test-browser  open every notebook in JupyterLab in headless Chromium and run all cells"
 	@echo "make install-browser  only install what test-browser needs (Playwright, the site's packages, chromium)"
-	@echo "make test-colab run every notebook alone on a Colab-like runtime (Python 3.12, TF 2.20, Keras 3.13)"
-	@echo "make test-kaggle run every notebook alone on a Kaggle-like runtime (no google.colab, Kaggle's variables)"
+	@echo "make test-colab run every notebook alone on a Colab-like runtime (Python 3.13, TF 2.20, Keras 3.13, Colab's kernel)"
+	@echo "make test-kaggle run every notebook alone on a Kaggle-like runtime (Python 3.12, TF 2.20, Keras 3.13, Kaggle's variables)"
 	@echo "make test-hosted both of them in one session on both cores (what CI runs)"
-	@echo "make install-hosted  only build the Colab-like venv (.venv-colab) those three use"
+	@echo "make install-hosted  only build the Colab-like and Kaggle-like venvs (.venv-colab, .venv-kaggle) those three use"
 	@echo "make test-slurm  as root: a one-node SLURM cluster here; notebook 08's worker as a job, killed, requeued"
 	@echo "make book       the course site: every notebook executed (learner sizes), built offline into build/book/"
 	@echo "make student    classroom copies without the solutions, in build/student/ (make test-student runs them)"
@@ -106,28 +110,32 @@ test-browser: install-browser kernel
 		echo "course site built from: $${site:-a smoke run of its own}"; \
 		COURSE_SITE_EXECUTED=$$site $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m browser tests/test_browser*.py -p no:cacheprovider
 
-# The hosted-runtime venv (tools/colab_env.py): Python 3.12 with Colab's TensorFlow and Keras; a no-op when it is
-# up to date. It needs nothing of .venv.
+# The hosted-runtime venvs (tools/colab_env.py), each a no-op when it is up to date; they need nothing of .venv.
+# Colab's: Python 3.13 with Colab's pins and Colab's kernel (a shell that subclasses ZMQInteractiveShell, google.colab
+# imported by the kernel's launcher). Kaggle's: Python 3.12 with Kaggle's pins and ipykernel's launcher.
 install-hosted:
-	$(PYTHON) tools/colab_env.py --python $(COLAB_PYTHON) --venv $(COLAB_VENV) >/dev/null
+	$(PYTHON) tools/colab_env.py --runtime colab --python $(COLAB_PYTHON) --venv $(COLAB_VENV) >/dev/null
+	$(PYTHON) tools/colab_env.py --runtime kaggle --python $(KAGGLE_PYTHON) --venv $(KAGGLE_VENV) >/dev/null
 
-# Colab's preinstalled TensorFlow and Keras lag the course's pins: every notebook, opened alone in a fresh
-# folder, fetches the course from a local bare clone and runs in smoke mode on Python 3.12 with them.
+# Every notebook, opened alone in a fresh folder, fetches the course from a local bare clone and runs in smoke mode
+# in the runtime's kernel; its claims are asserted. The pytest process runs in the Colab-like venv; each notebook's
+# kernel is the runtime's own (HOSTED_KERNELS names the venvs whose kernelspecs the runs use).
+HOSTED_KERNELS := COURSE_COLAB_VENV=$(abspath $(COLAB_VENV)) COURSE_KAGGLE_VENV=$(abspath $(KAGGLE_VENV))
 test-colab: install-hosted
-	$(COLAB_VENV)/bin/pytest -n $(PYTEST_WORKERS) -p no:cacheprovider tests/test_colab_runtime.py
+	$(HOSTED_KERNELS) COURSE_HOSTED_RUNTIMES=colab $(COLAB_VENV)/bin/pytest -n $(PYTEST_WORKERS) -p no:cacheprovider \
+		tests/test_colab_runtime.py
 
-# Kaggle: no google.colab, KAGGLE_KERNEL_RUN_TYPE set as in every Kaggle kernel, a fresh working folder; the same
-# Python 3.12 venv with Colab-era TensorFlow and Keras (Kaggle's images ship a similar pair).
+# Kaggle: no google.colab, KAGGLE_KERNEL_RUN_TYPE set in the kernel as in every Kaggle kernel, a fresh working folder.
 test-kaggle: install-hosted
-	COURSE_FAKE_RUNTIME=kaggle KAGGLE_KERNEL_RUN_TYPE=Interactive \
-		$(COLAB_VENV)/bin/pytest -n $(PYTEST_WORKERS) -p no:cacheprovider tests/test_colab_runtime.py
+	$(HOSTED_KERNELS) COURSE_HOSTED_RUNTIMES=kaggle $(COLAB_VENV)/bin/pytest -n $(PYTEST_WORKERS) -p no:cacheprovider \
+		tests/test_colab_runtime.py
 
 # Both hosted runtimes in one session (CI): every notebook on the Colab-like and on the Kaggle-like runtime, the
-# two workers kept busy across both lists instead of each list's last notebook running alone.
+# workers kept busy across both lists instead of each list's last notebook running alone.
 .PHONY: test-hosted
 test-hosted: install-hosted
-	COURSE_HOSTED_RUNTIMES=colab,kaggle $(COLAB_VENV)/bin/pytest -n $(PYTEST_WORKERS) -p no:cacheprovider \
-		tests/test_colab_runtime.py
+	$(HOSTED_KERNELS) COURSE_HOSTED_RUNTIMES=colab,kaggle $(COLAB_VENV)/bin/pytest -n $(PYTEST_WORKERS) \
+		-p no:cacheprovider tests/test_colab_runtime.py
 
 # SLURM as university GPU clusters run it: a one-node cluster started on this machine from Debian's packages
 # (slurmctld, slurmd, slurm-client 22.05 and munge, installed with apt-get when missing and we are root), notebook 08's worker
@@ -149,7 +157,7 @@ strip: $(TEST_STAMP)
 	$(VENV)/bin/nbstripout --keep-id --keep-count notebooks/*.ipynb
 
 clean:
-	rm -rf $(VENV) $(COLAB_VENV) .pytest_cache .ruff_cache scratch
+	rm -rf $(VENV) $(COLAB_VENV) $(KAGGLE_VENV) .pytest_cache .ruff_cache scratch
 
 # Notebook 04's profiler traces in TensorBoard, served on this machine only (127.0.0.1; never --bind_all).
 TB_PORT ?= 6006

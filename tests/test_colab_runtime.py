@@ -1,12 +1,15 @@
 """Each notebook on a Colab-like or Kaggle-like runtime: opened alone, it fetches the course and runs.
 
-Runs only under `.venv-colab` (tools/colab_env.py): Python 3.12 with Colab's older TensorFlow and
-Keras, and no `helpers` installed. `make test-colab` loads a fake `google.colab` at start-up;
-`make test-kaggle` loads nothing of Colab's and sets Kaggle's `KAGGLE_KERNEL_RUN_TYPE`; `make test-hosted` runs both
-in one session on both cores (each Kaggle run's kernel gets Kaggle's variables). Each committed
-notebook is put alone into a fresh folder, as the runtime opens it; its first cell clones the course
-from a local bare clone of HEAD (COURSE_REPO_URL) into COURSE_DIR, and the notebook runs in smoke
-mode. Its claims are asserted as in `make test`.
+Runs only under `.venv-colab` (tools/colab_env.py), from `make test-colab`, `make test-kaggle` or `make test-hosted`
+(both runtimes in one session on both cores). Each notebook runs in the kernel of its runtime's own venv:
+
+- **Colab**: Python 3.13 with Colab's pins; the kernel starts as Colab's does (``colab_kernel_launcher``), so
+  ``google.colab`` is imported before the first cell and the shell is a subclass of ``ZMQInteractiveShell``.
+- **Kaggle**: Python 3.12 with Kaggle's pins, ipykernel's launcher, ``KAGGLE_KERNEL_RUN_TYPE`` set, no ``google.colab``.
+
+Each committed notebook is put alone into a fresh folder, as the runtime opens it; its first cell clones the course
+from a local bare clone of HEAD (COURSE_REPO_URL) into COURSE_DIR, and the notebook runs in smoke mode. Its claims
+are asserted as in `make test`, and its page must carry no stderr (no red text).
 """
 
 from __future__ import annotations
@@ -22,22 +25,30 @@ from pathlib import Path
 import nbrun
 import pytest
 
-RUNTIME = ("kaggle" if os.environ.get("COURSE_FAKE_RUNTIME") == "kaggle" and "KAGGLE_KERNEL_RUN_TYPE" in os.environ
-           else "colab" if "google.colab" in sys.modules else None)
-# `make test-hosted` runs both runtimes in one session (COURSE_HOSTED_RUNTIMES=colab,kaggle): the pytest process is
-# the Colab-like one, and each Kaggle run's kernel gets Kaggle's variables instead (the venv's start-up line loads
-# the fake google.colab only when COURSE_FAKE_RUNTIME is not "kaggle").
-RUNTIMES = ([r for r in os.environ.get("COURSE_HOSTED_RUNTIMES", "").split(",") if r] if RUNTIME == "colab" else []) \
-    or ([RUNTIME] if RUNTIME else ["colab"])
-KAGGLE_ENV = {"COURSE_FAKE_RUNTIME": "kaggle", "KAGGLE_KERNEL_RUN_TYPE": "Interactive"}
-pytestmark = [pytest.mark.colab, pytest.mark.skipif(RUNTIME is None, reason="only in the hosted-runtime venv "
-                                                                            "(make test-colab, make test-kaggle)")]
+VENVS = {"colab": os.environ.get("COURSE_COLAB_VENV", ""), "kaggle": os.environ.get("COURSE_KAGGLE_VENV", "")}
+# What each runtime is, as the test asserts it from inside its kernel.
+EXPECTED = {
+    "colab": {"python": [3, 13], "colab_loaded": True, "numpy": "2.1.3", "shell_is_subclass": True},
+    "kaggle": {"python": [3, 12], "colab_loaded": False, "numpy": "2.0.2", "shell_is_subclass": False},
+}
+COMMON = {"tensorflow": "2.20.0", "keras": "3.13.2", "ipykernel": "6.17.1", "IPython": "7.34.0"}
+RUNTIMES = [r for r in os.environ.get("COURSE_HOSTED_RUNTIMES", "").split(",") if r]
+IN_HOSTED_VENV = bool(VENVS["colab"]) and Path(sys.prefix).resolve() == Path(VENVS["colab"]).resolve()
+KAGGLE_ENV = {"KAGGLE_KERNEL_RUN_TYPE": "Interactive"}
+pytestmark = [pytest.mark.colab, pytest.mark.skipif(not IN_HOSTED_VENV or not RUNTIMES,
+                                                    reason="only in the hosted-runtime venv (make test-colab, "
+                                                           "make test-kaggle, make test-hosted)")]
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def as_runtime(runtime: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the processes this test starts (kernels, probes) those of `runtime`, and the claims see its variables."""
-    if runtime not in ("colab", "kaggle"):
+    """Make the kernels this test starts those of `runtime`: its venv's kernelspec, its variables."""
+    if runtime not in EXPECTED:
         raise ValueError(f"runtime={runtime!r}: use 'colab' or 'kaggle' (COURSE_HOSTED_RUNTIMES)")
+    if not VENVS[runtime]:
+        raise ValueError(f"COURSE_{runtime.upper()}_VENV is not set: run make test-{runtime}")
+    # JUPYTER_PATH comes first in jupyter_client's kernelspec search: "python3" is this runtime's kernel.
+    monkeypatch.setenv("JUPYTER_PATH", str(Path(VENVS[runtime]) / "share" / "jupyter"))
     for key, value in KAGGLE_ENV.items():
         if runtime == "kaggle":
             monkeypatch.setenv(key, value)
@@ -45,7 +56,46 @@ def as_runtime(runtime: str, monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(key, raising=False)
 
 
-ROOT = Path(__file__).resolve().parent.parent
+PROBE = """\
+import importlib.metadata as md, json, os, sys
+ZMQ = "ipykernel.zmqshell.ZMQInteractiveShell"
+names = [c.__module__ + "." + c.__name__ for c in type(get_ipython()).__mro__]
+packages = ["tensorflow-cpu", "keras", "numpy", "ipykernel", "ipython"]
+print(json.dumps({"python": list(sys.version_info[:2]), "colab_loaded": "google.colab" in sys.modules,
+                  "shell": names[0], "shell_is_subclass": names[0] != ZMQ and ZMQ in names,
+                  "kaggle": "KAGGLE_KERNEL_RUN_TYPE" in os.environ,
+                  "versions": {p: md.version(p) for p in packages}}))
+"""
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_the_kernel_is_the_runtimes(runtime, monkeypatch, tmp_path):
+    import nbformat
+    import papermill as pm
+
+    as_runtime(runtime, monkeypatch)
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(PROBE)])
+    nbformat.write(notebook, tmp_path / "probe.ipynb")
+    pm.execute_notebook(str(tmp_path / "probe.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="python3",
+                        cwd=str(tmp_path), progress_bar=False, execution_timeout=120)
+    out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    seen = json.loads("".join(o.get("text", "") for o in out.cells[0].outputs if o.get("name") == "stdout"))
+    for key, value in EXPECTED[runtime].items():
+        if key != "numpy":
+            assert seen[key] == value, f"{runtime}: {key} is {seen[key]!r}, expected {value!r} ({seen})"
+    versions = seen["versions"]
+    assert versions["numpy"] == EXPECTED[runtime]["numpy"], versions
+    assert (versions["tensorflow-cpu"], versions["keras"], versions["ipykernel"], versions["ipython"]) == (
+        COMMON["tensorflow"], COMMON["keras"], COMMON["ipykernel"], COMMON["IPython"]), versions
+    assert seen["kaggle"] == (runtime == "kaggle")
+    if runtime == "colab":
+        assert seen["shell"] == "google.colab._shell.Shell", seen
+    probe = subprocess.run([str(Path(VENVS[runtime]) / "bin" / "python"), "-c",
+                            "import sys, importlib.util as u; print('google.colab' in sys.modules, "
+                            "u.find_spec('helpers') is None)"], capture_output=True, text=True, check=True,
+                           cwd=tmp_path)
+    assert probe.stdout.split() == ["False", "True"], (
+        f"{runtime}: a child process imports google.colab, or helpers is installed: {probe.stdout}")
 
 
 @pytest.fixture(scope="session")
@@ -55,19 +105,10 @@ def bare_clone(tmp_path_factory):
     return target
 
 
-@pytest.mark.parametrize("runtime", RUNTIMES)
-def test_the_runtime_is_colab_or_kaggle_like(runtime, monkeypatch):
-    import keras
-    import tensorflow as tf
-
-    assert sys.version_info[:2] == (3, 12)
-    as_runtime(runtime, monkeypatch)
-    probe = subprocess.run([sys.executable, "-c", "import sys; print('google.colab' in sys.modules)"],
-                           capture_output=True, text=True, check=True)  # what a kernel of this runtime imports
-    assert probe.stdout.strip() == str(runtime == "colab"), f"{runtime}: google.colab loaded: {probe.stdout}"
-    assert tf.__version__.startswith("2.20.") and keras.__version__.startswith("3.13."), (tf.__version__,
-                                                                                         keras.__version__)
-    assert importlib.util.find_spec("helpers") is None, "helpers must come from the notebook's Colab cell"
+def stderr_outputs(notebook) -> list[str]:
+    """The stderr text of every code cell's outputs (what the page shows in red)."""
+    return ["".join(o.get("text", "")) for cell in notebook.cells if cell.cell_type == "code"
+            for o in cell.get("outputs", []) if o.get("output_type") == "stream" and o.get("name") == "stderr"]
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
@@ -97,7 +138,10 @@ def test_notebook_fetches_the_course_and_runs_alone(name, runtime, tmp_path, bar
         cwd=str(folder), kernel_name="python3", progress_bar=False, execution_timeout=900), tmp_path / name)
     assert (course / "helpers" / "__init__.py").exists(), f"the first cell did not fetch the course on {runtime}"
     results = json.loads(results_path.read_text())
-    run = nbrun.Run(results, nbformat.read(tmp_path / name, as_version=4), 0.0, tmp_path)
+    executed = nbformat.read(tmp_path / name, as_version=4)
+    red = [text for text in stderr_outputs(executed) if text.strip()]
+    assert not red, f"{name} on {runtime}: the page shows stderr in red: {red[:3]}"
+    run = nbrun.Run(results, executed, 0.0, tmp_path)
     # Some claims ask the helpers (for example whether a worker still runs): use the copy the notebook fetched.
     monkeypatch.syspath_prepend(str(course))
     importlib.import_module(f"claims.nb{name[:2]}").check(run)

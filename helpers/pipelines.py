@@ -1229,3 +1229,81 @@ def trace_threads(folder: str | Path) -> dict[str, dict[str, float]]:
                 group["threads"] += 1
                 group["busy_ms"] = round(group["busy_ms"] + _length(spans), 3)
     return dict(sorted(groups.items(), key=lambda kv: -kv[1]["busy_ms"]))
+
+
+def trace_gpu_events(folder: str | Path) -> int | None:
+    """How many events the GPU planes of a profiler trace hold (kernels, copies); None when nothing can be read.
+
+    Reads the ``.xplane.pb`` files under `folder` as :func:`trace_threads` does and counts the events on
+    the planes named ``/device:GPU:<n>``, which the profiler fills from CUPTI, NVIDIA's profiling library
+    (``GpuTracer::CollectData`` in xla/backends/profiler/gpu/device_tracer_cuda.cc, openxla/xla). A CPU
+    run has no such plane: 0. A GPU run whose CUPTI failed to start has none or empty ones: 0 too.
+
+    Example:
+        >>> trace_gpu_events("/nonexistent") is None
+        True
+    """
+    paths = sorted(Path(folder).glob("**/plugins/profile/*/*.xplane.pb"))
+    if not paths:
+        return None
+    try:
+        xplane_pb2 = importlib.import_module("tensorflow.tsl.profiler.protobuf.xplane_pb2")
+    except ImportError:  # a TensorFlow build without the profiler's protobufs
+        return None
+    events = 0
+    for path in paths:
+        space = xplane_pb2.XSpace()
+        space.ParseFromString(path.read_bytes())
+        for plane in space.planes:
+            if re.fullmatch(r"/device:GPU:\d+", plane.name):
+                events += sum(len(line.events) for line in plane.lines)
+    return events
+
+
+# What the learner can do when the trace has no GPU side, by the CUPTI error that caused it
+# (helpers.tflog.HANDLED; cupti_tracer.cc returns "CUPTI need root access!" for the first).
+# NVIDIA's "ERR_NVGPUCTRPERM - Permission issue with Performance Counters"
+# (developer.nvidia.com/nvidia-development-tools-solutions-err_nvgpuctrperm-permission-issue-performance-counters)
+# gives the driver option; TensorFlow's profiler guide (tensorflow.org/guide/profiler, "Resolve privilege
+# issues") gives Docker's side.
+CUPTI_REMEDIES = {
+    "cupti_privileges": "CUPTI, the NVIDIA library the profiler records the GPU with, refused this user "
+                        "(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): on your own Linux machine an administrator sets "
+                        "the driver option NVreg_RestrictProfilingToAdminUsers=0 and reboots, in Docker you start "
+                        "the container with --cap-add SYS_ADMIN, and on Colab or Kaggle, which you cannot change, "
+                        "the trace keeps its CPU side only",
+    "cupti_subscribers": "another profiler already holds CUPTI, the NVIDIA library the profiler records the GPU "
+                         "with, which takes one profiler per process (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED): "
+                         "run the notebook outside Nsight Systems or Nsight Compute, after Kernel > Restart; "
+                         "meanwhile the trace keeps its CPU side only",
+}
+
+
+def gpu_trace_note(gpu_count: int, gpu_events: int | None, handled: Mapping[str, Sequence[str]]) -> str:
+    """One sentence when a trace recorded on a GPU machine has no GPU side, saying why and what to do; '' otherwise.
+
+    `gpu_events` is :func:`trace_gpu_events` (None: the trace could not be read), `handled` is
+    :func:`helpers.tflog.handled` (the CUPTI errors kept off the page, by kind). Without a GPU there is
+    no GPU side to miss: ''.
+
+    Example:
+        >>> gpu_trace_note(1, 0, {"cupti_privileges": ["E... CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"]})[:49]
+        'The trace has no GPU side (0 GPU events): CUPTI, '
+        >>> gpu_trace_note(1, 5120, {})
+        ''
+    """
+    if isinstance(gpu_count, bool) or not isinstance(gpu_count, int) or gpu_count < 0:
+        raise ValueError(f"gpu_count={gpu_count!r}: use an integer >= 0.")
+    if gpu_events is not None and (isinstance(gpu_events, bool) or not isinstance(gpu_events, int) or gpu_events < 0):
+        raise ValueError(f"gpu_events={gpu_events!r}: use None or an integer >= 0.")
+    if not gpu_count:
+        return ""
+    kinds = [kind for kind in CUPTI_REMEDIES if handled.get(kind)]
+    counted = "" if gpu_events is None else f" ({gpu_events:,} GPU events)"
+    if kinds:
+        head = "The trace has no GPU side" if not gpu_events else "The trace's GPU side may be incomplete"
+        return f"{head}{counted}: {CUPTI_REMEDIES[kinds[0]]}."
+    if gpu_events == 0:
+        return (f"The trace has no GPU side{counted} although TensorFlow sees {gpu_count} GPU(s): the profiler could "
+                "not record it (the red lines above say why), and the trace keeps its CPU side only.")
+    return ""

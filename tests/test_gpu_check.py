@@ -186,7 +186,7 @@ def test_a_smoke_or_cpu_report_says_it_is_not_one_to_send():
     text = gpu_check.render_markdown(gpu_check.build_report(gpu_info(), [passed("07")], DATE, "learner"))
     assert "not a GPU report to send" not in text
     with pytest.raises(ValueError, match="mode="):
-        gpu_check.build_report(gpu_info(), [], DATE, "quick")
+        gpu_check.build_report(gpu_info(), [], DATE, "fast")
 
 
 # --------------------------------------------------------------------------- one notebook's record
@@ -228,15 +228,19 @@ def test_run_one_records_an_error_and_a_failed_claim_without_raising(tmp_path, m
 
 
 # --------------------------------------------------------------------------- the command, with fakes
-def fake_runner(outcomes: dict[str, str], calls: list):
-    def run(name, workdir, smoke, timeout):
+def fake_runner(outcomes: dict[str, str], calls: list, logs: dict[str, list[str]] | None = None):
+    def run(name, workdir, smoke, timeout, log_apart=False):
         calls.append((name, smoke))
+        modes.append(log_apart)
         status = outcomes.get(name[:2], "passed")
         record = passed(name[:2]) if name[:2] in ("03", "04", "06", "07", "09") else {
             "notebook": name, "seconds": 5.0, "status": "passed", "message": "", "figures": {"gpu_count": 1}}
         if status != "passed":
             record.update(status=status, message=f"cell [3]: OSError: cannot read /home/alice/data on {UUID}")
+        record["log"] = gpu_check.unknown_log((logs or {}).get(name[:2], []))
         return record
+    modes: list[bool] = []
+    run.log_apart = modes
     return run
 
 
@@ -364,3 +368,107 @@ def test_a_notebook_that_took_its_cpu_path_on_a_gpu_machine_is_flagged_only_ther
     cpu = gpu_check.machine(tf=fakes.FakeTF(n_gpus=0, cuda=False), nvml=fakes.FakeNVML(gpus=[]))
     text = gpu_check.render_markdown(gpu_check.build_report(cpu, [cpu_path], DATE))
     assert "saw no GPU" not in text and "| passed | - |" in text
+
+
+
+# --------------------------------------------------------------------------- unknown log lines, estimate, --quick
+NEW_WARNING = "W0000 00:00:1.1 7 some_new_gpu_thing.cc:12] A warning no filter knows yet"
+
+
+def fake_executed(nn: str, stderr: list[str]):
+    """An executed notebook that printed the GPU fixture's text, and `stderr` in red."""
+    import nbformat
+
+    data = json.loads((CLAIMS / f"gpu_nb{nn}.json").read_text())
+    text = data.get("text", "")
+    text = "\n".join(text) if isinstance(text, list) else text
+    outputs = [nbformat.v4.new_output("stream", name="stdout", text=text + "\n")]
+    outputs += [nbformat.v4.new_output("stream", name="stderr", text=line + "\n") for line in stderr]
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("run()", outputs=outputs)])
+
+
+def test_on_a_gpu_unknown_stderr_is_kept_as_evidence_and_the_claims_still_hold(tmp_path, monkeypatch):
+    stderr = [NEW_WARNING, NEW_WARNING, "E0000 00:00:1.2 7 other.cc:3] Another one", "x" * 1000]
+    monkeypatch.setattr(gpu_check.nbrun, "run_notebook", lambda name, workdir, smoke, timeout: nbrun.Run(
+        fixture("07"), fake_executed("07", stderr), 30.0, None))
+    record = gpu_check.run_one(name_of("07"), tmp_path, smoke=False, timeout=10, log_apart=True)
+    assert record["status"] == "passed", record["message"]
+    assert record["log"]["total"] == 4 and record["log"]["distinct"] == 3
+    assert record["log"]["lines"][:2] == [NEW_WARNING, "E0000 00:00:1.2 7 other.cc:3] Another one"]
+    assert len(record["log"]["lines"][2]) == gpu_check.LOG_WIDTH + 3, "a long line is cut, not dropped"
+
+
+def test_without_a_gpu_stderr_on_the_page_still_fails_the_claims(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_check.nbrun, "run_notebook", lambda name, workdir, smoke, timeout: nbrun.Run(
+        fixture("07"), fake_executed("07", [NEW_WARNING]), 30.0, None))
+    record = gpu_check.run_one(name_of("07"), tmp_path, smoke=False, timeout=10)
+    assert record["status"] == "claims failed" and "stderr on the learner's page" in record["message"]
+    assert record["log"]["total"] == 0
+    clean = gpu_check.run_one(name_of("07"), tmp_path, smoke=False, timeout=10, log_apart=True)
+    assert clean["status"] == "passed"  # the same run, its log apart: only the red lines differed
+
+
+def test_the_report_lists_unknown_lines_per_notebook_apart_from_the_claims(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(gpu_check.tempfile, "tempdir", str(tmp_path))
+    calls = []
+    many = [f"W0000 00:00:1.1 7 x.cc:{i}] line {i} from /home/alice/course" for i in range(gpu_check.LOG_CAP + 5)]
+    runner = fake_runner({}, calls, logs={"03": [NEW_WARNING, NEW_WARNING], "06": many})
+    code = gpu_check.main(["--out", str(tmp_path / "out"), "--notebooks", "03", "06", "07"], probe=gpu_info,
+                          runner=runner, today=DATE)
+    assert code == 0 and runner.log_apart == [True, True, True]
+    report = json.loads((tmp_path / "out" / f"tesla-t4-{DATE}.json").read_text())
+    assert (report["passed"], report["failed"]) == (3, 0), "unknown log lines are not claim failures"
+    assert report["unknown_log"][name_of("03")] == {"total": 2, "distinct": 1, "lines": [NEW_WARNING]}
+    assert len(report["unknown_log"][name_of("06")]["lines"]) == gpu_check.LOG_CAP
+    assert name_of("07") not in report["unknown_log"]
+    assert [r["unknown_log_lines"] for r in report["notebooks"]] == [2, gpu_check.LOG_CAP + 5, 0]
+    text = (tmp_path / "out" / f"tesla-t4-{DATE}.md").read_text()
+    assert f"| {name_of('03')} | 60.0 s | claims held; 2 unknown log lines |" in text
+    assert f"| {name_of('07')} | 60.0 s | passed |" in text
+    assert "## Log lines the filter does not know" in text and NEW_WARNING in text and "alice" not in text
+    assert "5 more not shown" in text and "## What failed" not in text
+    out = capsys.readouterr().out
+    assert f"[1/3] {name_of('03')}: passed, 60.0 s; 2 unknown log line(s)" in out
+
+
+def test_an_estimate_comes_before_the_first_notebook_with_a_quick_size_offered(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(gpu_check.tempfile, "tempdir", str(tmp_path))
+    calls = []
+    code = gpu_check.main(["--out", str(tmp_path / "out"), "--notebooks", "03", "04"], probe=gpu_info,
+                          runner=fake_runner({}, calls), today=DATE)
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0
+    times = json.loads(gpu_check.TIMES.read_text())["learner_s"]
+    cpu = max(times[name_of("03")].values()) + max(times[name_of("04")].values())
+    estimate = next(i for i, line in enumerate(out) if line.startswith("Estimate, not a measurement"))
+    assert estimate < next(i for i, line in enumerate(out) if line.startswith("[1/2]"))
+    assert f"took {cpu:,.0f} s on a quiet 2-core CPU" in out[estimate] and "--quick" in out[estimate]
+    low, high = (cpu * f + gpu_check.START_S * 2 for f in gpu_check.GPU_FACTOR)
+    assert f"about {max(1, round(low / 60))}-{max(1, round(high / 60))} min" in out[estimate]
+    assert [line.split(":")[0] for line in out if line.startswith("[")] == ["[1/2] " + name_of("03")] * 2 + \
+        ["[2/2] " + name_of("04")] * 2
+
+
+def test_quick_runs_smoke_sizes_on_the_gpu_and_says_so_in_the_report(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(gpu_check.tempfile, "tempdir", str(tmp_path))
+    calls = []
+    code = gpu_check.main(["--quick", "--out", str(tmp_path / "out"), "--notebooks", "07"], probe=gpu_info,
+                          runner=fake_runner({}, calls), today=DATE)
+    assert code == 0 and calls == [(name_of("07"), True)]
+    report = json.loads((tmp_path / "out" / f"tesla-t4-{DATE}.json").read_text())
+    assert report["mode"] == "quick" and report["format"] == 2
+    text = (tmp_path / "out" / f"tesla-t4-{DATE}.md").read_text()
+    assert "quick sizes (SMOKE=True)" in text and "not a GPU report to send" not in text
+    line = gpu_check.estimate_line([name_of("07")], "quick", "Tesla T4")
+    assert line.startswith("Estimate, not a measurement") and "smoke sizes" in line
+    with pytest.raises(SystemExit):
+        gpu_check.main(["--quick", "--smoke"], probe=lambda: pytest.fail("probed"))
+
+
+def test_on_a_cpu_the_runner_keeps_the_tests_strictness(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpu_check.tempfile, "tempdir", str(tmp_path))
+    cpu = lambda: gpu_check.machine(tf=fakes.FakeTF(n_gpus=0, cuda=False), nvml=fakes.FakeNVML(gpus=[]))  # noqa: E731
+    runner = fake_runner({}, [])
+    gpu_check.main(["--allow-cpu", "--smoke", "--notebooks", "00", "--out", str(tmp_path / "out")], probe=cpu,
+                   runner=runner, today=DATE)
+    assert runner.log_apart == [False]

@@ -328,3 +328,58 @@ def test_timeline_shares_counts_a_step_whose_batch_was_ready_as_training_through
     assert figures["train_share"] == 1.0
     assert figures["overlap_share"] == pytest.approx(0.01) == figures["input_share"]
 
+
+
+def _write_trace(folder, gpu_events: int | None):
+    """A fake trace: a host plane with one thread, and a GPU plane with `gpu_events` kernels (None: no GPU plane)."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    space.planes.add(name="/host:CPU").lines.add(name="tf_Compute/1").events.add(metadata_id=1, duration_ps=10)
+    if gpu_events is not None:
+        line = space.planes.add(name="/device:GPU:0").lines.add(name="Stream #14")
+        for i in range(gpu_events):
+            line.events.add(metadata_id=1, offset_ps=i, duration_ps=1)
+    target = folder / "plugins" / "profile" / "2026_01_01"
+    target.mkdir(parents=True)
+    (target / "host.xplane.pb").write_bytes(space.SerializeToString())
+
+
+@pytest.mark.parametrize("gpu_events,expected", [(None, 0), (0, 0), (7, 7)])
+def test_trace_gpu_events_counts_the_gpu_planes_events(tmp_path, gpu_events, expected):
+    pytest.importorskip("tensorflow")
+    _write_trace(tmp_path / "tuned", gpu_events)
+    assert pipelines.trace_gpu_events(tmp_path / "tuned") == expected
+    assert pipelines.trace_gpu_events(tmp_path) == expected  # the folder above the runs' folders too
+    assert pipelines.trace_gpu_events(tmp_path / "missing") is None
+
+
+def test_a_gpu_trace_without_its_gpu_side_gets_one_sentence_with_what_to_do(tmp_path):
+    """CUPTI refused this user: the fake trace has an empty GPU plane and tflog kept CUPTI's error off the page."""
+    pytest.importorskip("tensorflow")
+    from helpers import tflog
+
+    f = tflog.LineFilter(environ={})
+    stderr = ["I0000 00:00:1.1 7 cupti_tracer.cc:1213] Profiler found 1 GPUs",
+              "E0000 00:00:1.1 7 cupti_error_manager.cc:203] cuptiSubscribe: error 35: "
+              "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES",
+              "E0000 00:00:1.1 7 cupti_error_manager.cc:194] CuptiErrorManager is disabling profiling automatically."]
+    handled: dict[str, list[str]] = {}
+    for line in stderr:
+        assert f.drop(line)
+        if f.kind:
+            handled.setdefault(f.kind, []).append(line)
+    _write_trace(tmp_path, 0)
+    note = pipelines.gpu_trace_note(1, pipelines.trace_gpu_events(tmp_path), handled)
+    assert note.startswith("The trace has no GPU side (0 GPU events): ") and note.count(". ") == 0
+    for remedy in ("NVreg_RestrictProfilingToAdminUsers=0", "--cap-add SYS_ADMIN", "Colab or Kaggle", "CPU side"):
+        assert remedy in note
+    subscribers = pipelines.gpu_trace_note(1, 0, {"cupti_subscribers": ["..."]})
+    assert "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED" in subscribers and "Nsight" in subscribers
+    assert pipelines.gpu_trace_note(0, 0, handled) == "", "no GPU: no GPU side to miss"
+    assert pipelines.gpu_trace_note(1, 3, {}) == ""
+    assert "red lines above say why" in pipelines.gpu_trace_note(2, 0, {})  # no GPU events, cause unknown
+    with pytest.raises(ValueError, match="gpu_count="):
+        pipelines.gpu_trace_note(-1, 0, {})
+    with pytest.raises(ValueError, match="gpu_events="):
+        pipelines.gpu_trace_note(1, 2.5, {})

@@ -509,3 +509,26 @@ def test_rounds_reading_refuses_what_it_cannot_compare():
         pipelines.rounds_reading({"a": [0.1], "b": [0.1]}, 0)
     with pytest.raises(ValueError, match="min_rounds="):
         pipelines.rounds_reading({"a": [0.1], "b": [0.1]}, 10, min_rounds=1)
+
+
+kinds = st.dictionaries(st.sampled_from(["cupti_privileges", "cupti_subscribers", "other"]),
+                        st.lists(st.just("E0000 ... CUPTI ..."), max_size=2), max_size=3)
+
+
+@given(gpu_count=st.integers(0, 8), gpu_events=st.one_of(st.none(), st.integers(0, 10**6)), handled=kinds)
+def test_gpu_trace_note_speaks_only_of_a_missing_or_doubtful_gpu_side(gpu_count, gpu_events, handled):
+    note = pipelines.gpu_trace_note(gpu_count, gpu_events, handled)
+    known = [k for k in ("cupti_privileges", "cupti_subscribers") if handled.get(k)]
+    if gpu_count == 0 or (not known and gpu_events != 0):
+        assert note == ""
+        return
+    assert note.endswith(".") and note.count(". ") == 0, "one sentence"
+    if gpu_events:
+        assert note.startswith(f"The trace's GPU side may be incomplete ({gpu_events:,} GPU events)")
+    else:
+        assert note.startswith("The trace has no GPU side")
+    if known:
+        code = {"cupti_privileges": "INSUFFICIENT_PRIVILEGES", "cupti_subscribers": "MULTIPLE_SUBSCRIBERS"}[known[0]]
+        assert code in note and "CPU side only" in note
+    else:
+        assert f"TensorFlow sees {gpu_count} GPU(s)" in note

@@ -1,6 +1,6 @@
 """`make gpu-check`: run the course on this machine's GPU, assert its claims, write one report to send.
 
-    python tools/gpu_check.py [--notebooks 03 04 ...] [--out benchmarks/gpu-runs] [--smoke] [--allow-cpu]
+    python tools/gpu_check.py [--notebooks 03 04 ...] [--out benchmarks/gpu-runs] [--quick] [--smoke] [--allow-cpu]
 
 1. A short child process reads the machine: GPUs (name, compute capability, memory), NVIDIA driver,
    the CUDA and cuDNN versions TensorFlow was built for, TensorFlow, Keras, TF32. It runs apart because
@@ -8,9 +8,16 @@
    GPU's memory for as long as the process lives; the notebooks need that memory.
 2. Without a GPU visible to TensorFlow it prints one sentence and exits 2, before running anything
    (``--allow-cpu`` runs anyway: the tests use it to exercise the kit here).
-3. Each notebook runs under papermill at learner sizes (``tests/nbrun.py``), then its claims
-   (``tests/claims/nbNN.py``) are asserted. A failure is recorded and the next notebook runs.
-4. ``<out>/<gpu>-<date>.md`` and ``.json`` are written: per notebook the time, the claims result and its
+3. Before the first notebook it prints an estimate of how long the run takes (:func:`estimate_line`: the
+   learner times measured on a CPU in ``benchmarks/times.json`` and a stated assumption about the GPU, no
+   GPU measurement), and ``--quick`` (smoke sizes) for a Colab or Kaggle session.
+4. Each notebook runs under papermill at learner sizes (``tests/nbrun.py``; ``--quick``: smoke sizes), with
+   one progress line before and one after it, then its claims (``tests/claims/nbNN.py``) are asserted. A
+   failure is recorded and the next notebook runs. On a GPU, a red line on the page (stderr that
+   ``helpers.tflog`` does not know) is evidence, not a failed claim: it is taken off the page before the
+   claims run and kept verbatim in the report's ``unknown_log`` (:func:`split_log`), so one report tells what
+   the filter should learn. Without a GPU (``--allow-cpu``) the page must stay clean, as in the tests.
+5. ``<out>/<gpu>-<date>.md`` and ``.json`` are written: per notebook the time, the claims result and its
    key figures (03's GFLOP/s and crossover, 04's images/s, 06's step times, 07's scaling efficiency,
    09's memory estimate error). Nothing private goes in: host and user names, home folders, IP and
    MAC addresses, GPU UUIDs and serial numbers are replaced by placeholders.
@@ -22,6 +29,7 @@ was run (no GPU, or a bad argument).
 from __future__ import annotations
 
 import argparse
+import copy
 import datetime
 import getpass
 import importlib
@@ -48,7 +56,11 @@ for _path in (ROOT / "tests", ROOT):
 import nbrun  # noqa: E402
 
 DEFAULT_OUT = ROOT / "benchmarks" / "gpu-runs"
-FORMAT = 1
+TIMES = ROOT / "benchmarks" / "times.json"
+MODES = ("learner", "quick", "smoke")
+FORMAT = 2  # 2: the unknown_log key, the "quick" mode
+LOG_CAP = 40  # distinct unknown stderr lines kept per notebook (the total is counted in full)
+LOG_WIDTH = 400  # characters kept of each
 NO_GPU_EXIT = 2
 FAILED_EXIT = 1
 
@@ -210,10 +222,53 @@ def describe_failure(exc: BaseException) -> str:
     return _first_line(f"{type(exc).__name__}: {exc}")
 
 
-def run_one(name: str, workdir: Path, smoke: bool, timeout: int) -> dict[str, Any]:
-    """Run one notebook and assert its claims; never raises for a failure of the notebook or its claims."""
+def split_log(notebook: Any) -> tuple[Any, list[str]]:
+    """The executed notebook without its stderr outputs (a copy), and their non-blank lines, in order.
+
+    Example:
+        >>> import nbformat
+        >>> out = nbformat.v4.new_output
+        >>> red = out("stream", name="stderr", text="W0000 00:00:1.1 7 x.cc:1] new\\n")
+        >>> cell = nbformat.v4.new_code_cell("x", outputs=[red, out("stream", name="stdout", text="ok\\n")])
+        >>> clean, lines = split_log(nbformat.v4.new_notebook(cells=[cell]))
+        >>> [o["name"] for o in clean.cells[0].outputs], lines
+        (['stdout'], ['W0000 00:00:1.1 7 x.cc:1] new'])
+    """
+    clean = copy.deepcopy(notebook)
+    lines: list[str] = []
+    for cell in clean.cells:
+        kept = []
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                lines += [line.rstrip() for line in str(out.get("text", "")).splitlines() if line.strip()]
+            else:
+                kept.append(out)
+        if "outputs" in cell:
+            cell["outputs"] = kept
+    return clean, lines
+
+
+def unknown_log(lines: list[str], cap: int = LOG_CAP, width: int = LOG_WIDTH) -> dict[str, Any]:
+    """Stderr lines as the report keeps them: their count, and the first `cap` distinct ones, each cut at `width`.
+
+    Example:
+        >>> unknown_log(["W1 a", "W1 a", "E2 b"])
+        {'total': 3, 'distinct': 2, 'lines': ['W1 a', 'E2 b']}
+    """
+    distinct = list(dict.fromkeys(line[:width] + ("..." if len(line) > width else "") for line in lines))
+    return {"total": len(lines), "distinct": len(distinct), "lines": distinct[:cap]}
+
+
+def run_one(name: str, workdir: Path, smoke: bool, timeout: int, log_apart: bool = False) -> dict[str, Any]:
+    """Run one notebook and assert its claims; never raises for a failure of the notebook or its claims.
+
+    `log_apart` (a GPU run): the page's stderr lines are taken off the executed notebook before the claims
+    run (their "no red text" holds) and kept in ``record["log"]``, evidence for the filter, not a failure.
+    Without it, stderr on the page fails the claims, as in the tests.
+    """
     start = time.perf_counter()
-    record: dict[str, Any] = {"notebook": name, "seconds": None, "status": "passed", "message": "", "figures": {}}
+    record: dict[str, Any] = {"notebook": name, "seconds": None, "status": "passed", "message": "", "figures": {},
+                              "log": unknown_log([])}
     try:
         run = nbrun.run_notebook(name, workdir, smoke=smoke, timeout=timeout)
     except Exception as exc:  # an error in a cell, a timeout, a dead kernel: recorded, the next notebook runs
@@ -227,6 +282,10 @@ def run_one(name: str, workdir: Path, smoke: bool, timeout: int) -> dict[str, An
         return record
     record["seconds"] = round(run.seconds, 1)
     record["figures"] = key_figures(name, run.results)
+    if log_apart and run.notebook is not None:
+        clean, lines = split_log(run.notebook)
+        record["log"] = unknown_log(lines)
+        run = nbrun.Run(run.results, clean, run.seconds, run.workdir)
     try:
         importlib.import_module(f"claims.nb{name[:2]}").check(run)
     except Exception as exc:
@@ -329,12 +388,14 @@ def build_report(info: dict[str, Any], runs: list[dict[str, Any]], date: str, mo
 
     Only named fields are kept: ``info["private"]`` and anything else not listed here never reach it.
     """
-    if mode not in ("learner", "smoke"):
-        raise ValueError(f"mode={mode!r}: use 'learner' or 'smoke'.")
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: use one of {', '.join(map(repr, MODES))}.")
     fields = ("gpus", "gpu_count", "driver", "cuda_driver", "is_cuda_build", "cuda_build", "cudnn_build",
               "tensorflow", "keras", "numpy", "python", "platform", "runtime", "tf32")
     keep = ("notebook", "seconds", "status", "message", "figures")
-    notebooks = [{k: r.get(k) for k in keep} for r in runs]
+    notebooks = [{k: r.get(k) for k in keep} | {"unknown_log_lines": (r.get("log") or {}).get("total", 0)}
+                 for r in runs]
+    logs = {r["notebook"]: r["log"] for r in runs if (r.get("log") or {}).get("total")}
     report = {
         "report": "make gpu-check (tools/gpu_check.py)",
         "format": FORMAT,
@@ -346,6 +407,8 @@ def build_report(info: dict[str, Any], runs: list[dict[str, Any]], date: str, mo
         "passed": sum(r["status"] == "passed" for r in notebooks),
         "failed": sum(r["status"] != "passed" for r in notebooks),
         "total_seconds": round(sum(r["seconds"] or 0 for r in notebooks), 1),
+        # stderr lines helpers.tflog let through on a GPU run, per notebook, verbatim: not counted in "failed"
+        "unknown_log": logs,
     }
     return redact(report, list(private) + list(info.get("private") or []), paths)
 
@@ -399,14 +462,22 @@ def render_markdown(report: dict[str, Any]) -> str:
     gpus = "; ".join(f"{described.count(d)} x {d}" for d in dict.fromkeys(described)) or "none visible to TensorFlow"
     total = len(report["notebooks"])
     title = m["gpus"][0]["name"] if m["gpus"] else "no GPU"
+    logs = report.get("unknown_log") or {}
+    log_total = sum(log["total"] for log in logs.values())
+    sizes = {"learner": "learner sizes", "quick": "quick sizes (SMOKE=True)", "smoke": "smoke sizes"}[report["mode"]]
     lines = [
         f"# GPU check: {title}, {report['date']}",
         "",
-        f"Written by {report['report']}, {report['mode']} sizes: {report['passed']} of {total} notebook(s) "
-        f"passed their claims, {_num(report['total_seconds'], 0)} s in all.",
+        f"Written by {report['report']}, {sizes}: {report['passed']} of {total} notebook(s) "
+        f"passed their claims, {_num(report['total_seconds'], 0)} s in all"
+        + (f"; {log_total} log line(s) the course's filter does not know, in {len(logs)} notebook(s) (below: "
+           "evidence, not failures)." if log_total else "."),
     ]
     if report["mode"] == "smoke" or not m["gpus"]:
         lines += ["", "This run is a test of the kit (smoke sizes or no GPU), not a GPU report to send."]
+    elif report["mode"] == "quick":
+        lines += ["", "Quick sizes: the claims and the log on this GPU are checked as at learner sizes; the figures "
+                  "come from small sizes, so they say little about this GPU's speed."]
     rows = [
         ("GPU(s)", gpus),
         ("NVIDIA driver", m["driver"] or "not found"),
@@ -425,11 +496,23 @@ def render_markdown(report: dict[str, Any]) -> str:
     for r in report["notebooks"]:
         seconds = "-" if r["seconds"] is None else f"{_num(r['seconds'])} s"
         figures = _cell(figures_line(r["notebook"], r["figures"], bool(m["gpus"])))
-        lines.append(f"| {r['notebook']} | {seconds} | {r['status']} | {figures} |")
+        status = r["status"]
+        if r.get("unknown_log_lines"):
+            status = ("claims held" if status == "passed" else status) + f"; {r['unknown_log_lines']} unknown log lines"
+        lines.append(f"| {r['notebook']} | {seconds} | {status} | {figures} |")
     failed = [r for r in report["notebooks"] if r["status"] != "passed"]
     if failed:
         lines += ["", "## What failed", ""]
         lines += [f"- {r['notebook']} ({r['status']}): {_cell(r['message'])}" for r in failed]
+    if logs:
+        lines += ["", "## Log lines the filter does not know", "",
+                  "Red lines these notebooks showed on a GPU that `helpers/tflog.py` neither drops nor knows: "
+                  f"verbatim, each once, at most {LOG_CAP} per notebook. They did not count against the claims."]
+        for name, log in logs.items():
+            hidden = log["distinct"] - len(log["lines"])
+            more = f", {hidden} more not shown" if hidden > 0 else ""
+            lines += ["", f"{name}: {log['total']} line(s), {log['distinct']} distinct{more}", "", "```text",
+                      *log["lines"], "```"]
     lines += ["", "The JSON file beside this one holds the same data, every figure in full.", ""]
     return "\n".join(lines)
 
@@ -446,6 +529,51 @@ def write_report(report: dict[str, Any], out: Path) -> tuple[Path, Path]:
     js.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     md.write_text(render_markdown(report))
     return md, js
+
+
+# --------------------------------------------------------------------------- the estimate printed first
+# No learner run on a GPU is recorded yet (benchmarks/gpu-runs/ holds none), so the estimate is a CPU
+# measurement scaled by assumptions, and the printed line says so. On a GPU the notebooks pick larger
+# sizes (helpers.setup's hardware report), compile with XLA and autotune cuDNN; the assumption is 1x to
+# 3x the CPU's learner time, plus each kernel's start (Python, TensorFlow's import, the GPU's
+# initialisation). Replace these with measured figures once reports come in.
+GPU_FACTOR = (1.0, 3.0)  # assumed: a notebook's GPU learner time over its quiet-2-core-CPU learner time
+START_S = 15.0  # assumed: seconds each notebook's kernel takes to start and initialise the GPU
+QUICK_S = (20.0, 60.0)  # assumed: seconds a notebook takes at smoke sizes on a GPU, its start included
+
+
+def _minutes(seconds: float) -> str:
+    return f"{max(1, round(seconds / 60))}"
+
+
+def estimate_line(names: list[str], mode: str, gpu: str, times: dict[str, Any] | None = None) -> str:
+    """What the run will take, said before it starts: measured CPU times scaled by the stated assumptions.
+
+    `times` is ``benchmarks/times.json`` (read when None). At learner sizes the line offers ``--quick``.
+
+    Example:
+        >>> t = {"measured": "2026-11-24", "learner_s": {"03_x.ipynb": {"onednn": 21.0, "eigen": 21.4}}}
+        >>> estimate_line(["03_x.ipynb"], "learner", "Tesla T4", t)[:90]
+        'Estimate, not a measurement: learner sizes of these 1 notebook(s) took 21 s on a quiet 2-c'
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: use one of {', '.join(map(repr, MODES))}.")
+    times = times if times is not None else json.loads(TIMES.read_text())
+    learner = times.get("learner_s", {})
+    quick_low, quick_high = (len(names) * s for s in QUICK_S)
+    quick = (f"{_minutes(quick_low)}-{_minutes(quick_high)} min (assumed {QUICK_S[0]:.0f}-{QUICK_S[1]:.0f} s a "
+             "notebook at smoke sizes)")
+    if mode != "learner":
+        return f"Estimate, not a measurement: {len(names)} notebook(s) at smoke sizes on {gpu}, about {quick}."
+    cpu = sum(max(learner.get(n, {}).values() or [0.0]) for n in names)
+    unknown = [n for n in names if n not in learner]
+    low, high = (cpu * f + START_S * len(names) for f in GPU_FACTOR)
+    return (f"Estimate, not a measurement: learner sizes of these {len(names)} notebook(s) took {cpu:,.0f} s on a "
+            f"quiet 2-core CPU (benchmarks/times.json, measured {times.get('measured', 'on an unknown day')}"
+            + (f"; {len(unknown)} without a time there" if unknown else "")
+            + f"); no GPU run is recorded yet, so on {gpu} expect about {_minutes(low)}-{_minutes(high)} min "
+            f"(assumed {GPU_FACTOR[0]:g}x-{GPU_FACTOR[1]:g}x that, plus {START_S:.0f} s a notebook to start). "
+            f"With --quick (smoke sizes) about {quick}: that fits a Colab or Kaggle session.")
 
 
 # --------------------------------------------------------------------------- the command
@@ -478,7 +606,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="run only these notebooks (03, or a file name); default: every notebook")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
                         help="folder for the report (default: benchmarks/gpu-runs)")
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes (tests the kit; not a report to send)")
+    sizes = parser.add_mutually_exclusive_group()
+    sizes.add_argument("--quick", action="store_true",
+                       help="smoke sizes on a GPU: claims and log checked in minutes (fits a Colab or Kaggle session)")
+    sizes.add_argument("--smoke", action="store_true", help="tiny sizes (tests the kit; not a report to send)")
     parser.add_argument("--allow-cpu", action="store_true", help="run even without a GPU (tests the kit)")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per notebook cell (default 1800)")
     parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
@@ -505,9 +636,15 @@ def main(argv: list[str] | None = None, probe: Any = probe_in_child, runner: Any
         print(missing)
         return NO_GPU_EXIT
     names = args.notebooks or nbrun.present()
-    mode = "smoke" if args.smoke else "learner"
-    print(f"Checking {len(names)} notebook(s) at {mode} sizes on "
-          f"{', '.join(g['name'] for g in info['gpus']) or 'the CPU'}, one after the other.")
+    mode = "quick" if args.quick else "smoke" if args.smoke else "learner"
+    smoke = mode != "learner"
+    where = ", ".join(g["name"] for g in info["gpus"]) or "the CPU"
+    log_apart = bool(info["gpus"])  # on a GPU an unknown log line is evidence; on a CPU the page stays clean
+    print(f"Checking {len(names)} notebook(s) at {mode} sizes on {where}, one after the other.")
+    try:
+        print(estimate_line(names, mode, where), flush=True)
+    except (OSError, ValueError) as exc:  # no times file: say so and go on
+        print(f"No estimate ({_first_line(str(exc))}).", flush=True)
     saved = dict(os.environ)
     os.environ.pop("COURSE_SMOKE", None)  # papermill sets SMOKE itself
     # The kernels import this checkout's helpers, also where no .venv installed them; on Colab and Kaggle
@@ -517,9 +654,12 @@ def main(argv: list[str] | None = None, probe: Any = probe_in_child, runner: Any
     work = Path(tempfile.mkdtemp(prefix="gpu-check-"))
     runs = []
     try:
-        for name in names:
-            record = runner(name, work / name[:2], args.smoke, args.timeout)
-            print(f"{name}: {record['status']}, {record['seconds']} s"
+        for i, name in enumerate(names, 1):
+            print(f"[{i}/{len(names)}] {name}: running...", flush=True)
+            record = runner(name, work / name[:2], smoke, args.timeout, log_apart=log_apart)
+            log = (record.get("log") or {}).get("total", 0)
+            print(f"[{i}/{len(names)}] {name}: {record['status']}, {record['seconds']} s"
+                  + (f"; {log} unknown log line(s), kept for the report" if log else "")
                   + (f": {record['message']}" if record["message"] else ""), flush=True)
             runs.append(record)
     finally:

@@ -31,7 +31,7 @@ def shared(run) -> None:
     r = run.results
     common.require(r, ("gpu_count", "images_per_s", "input_bound_fraction", "trace_dir", "profiler_verdicts",
                 "three_timings_s", "wait_share", "placement_rounds_s", "augmentation_check", "exercises_solved",
-                "wait_range", "wait_thresholds", "step_spread", "flips_repeated", "tensorboard"))
+                "wait_range", "wait_thresholds", "step_spread", "flips_repeated", "tensorboard", "gpu_trace_events"))
 
     # Throughput of every variant was measured, and the tuned pipeline beats the naive one clearly.
     ips = r["images_per_s"]
@@ -226,10 +226,15 @@ def at_scale(run) -> None:
     assert all(p["threads"] >= 1 and p["busy_ms"] >= 0 for p in pools.values()), pools
 
 
+NO_GPU_SIDE = ("The trace has no GPU side", "The trace's GPU side may be incomplete")  # gpu_trace_note's openings
+
+
 def on_cpu(run) -> None:
     r = run.results
     assert r["gpu_count"] == 0
     text = run.outputs_text()
+    # No GPU: the trace has no GPU plane, and there is no GPU side to miss.
+    assert r["gpu_trace_events"] in (0, None) and not any(s in text for s in NO_GPU_SIDE), r["gpu_trace_events"]
     assert "Without a GPU both placements run on the same CPU cores" in text
     assert "on the CPU, which also runs the pipeline" in text
     assert "measured on this CPU" in text and "measured on this GPU" not in text
@@ -245,3 +250,12 @@ def on_gpu(run) -> None:
     assert "measured on this GPU" in text and "on the CPU, which also runs the pipeline" not in text
     assert "On this GPU, kernel launches share tf_Compute unless TF_GPU_THREAD_MODE=gpu_private" in text
     assert "No GPU here" not in text
+    # The trace's GPU side: recorded (kernels and copies on /device:GPU:0), or one sentence with what to do
+    # (helpers.pipelines.gpu_trace_note: CUPTI refused this user, or another profiler holds it).
+    events = r["gpu_trace_events"]
+    said = [ln for ln in text.splitlines() if ln.startswith(NO_GPU_SIDE)]
+    if events == 0:
+        assert len(said) == 1 and "CPU side" in said[0], f"a trace without GPU events and no sentence: {said}"
+    else:
+        assert events is None or events > 0, events
+        assert not said or said[0].startswith(NO_GPU_SIDE[1]), said

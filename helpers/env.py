@@ -111,13 +111,17 @@ def gpus(tf: Any | None = None, nvml: Any | None = None, environ: dict[str, str]
     tf = tf if tf is not None else tensorflow()
     environ = os.environ if environ is None else environ
     readings = {r.index: r for r in nvml_api.readings(nvml)}
+    running = nvml_api.tensorflow_bus_ids() if tf is sys.modules.get("tensorflow") else None
     found = []
     for index, device in enumerate(tf.config.list_physical_devices("GPU")):
         try:
             details = tf.config.experimental.get_device_details(device) or {}
         except Exception:
             details = {}
-        nvml_i = nvml_api.index_for(index, environ, nvml)  # indices, UUIDs; None for a MIG slice
+        # TensorFlow's PCI bus id decides which NVML card this is (job-relative indices under SLURM's
+        # ConstrainDevices name another card); CUDA_VISIBLE_DEVICES (indices, UUIDs, MIG) when it is unknown
+        bus = details.get("pci_bus_id") or (running[index] if running and index < len(running) else None)
+        nvml_i = nvml_api.locate(index, environ, nvml, bus_id=bus).index  # None for a MIG slice
         reading = readings.get(nvml_i) if nvml_i is not None else None
         cc = details.get("compute_capability")
         name = details.get("device_name") or (reading.name if reading else f"GPU {index}")
@@ -126,6 +130,70 @@ def gpus(tf: Any | None = None, nvml: Any | None = None, environ: dict[str, str]
                              compute_capability=tuple(cc) if cc else None,
                              memory_bytes=memory, memory_source="NVML" if memory else "unknown"))
     return found
+
+
+def bus_ids(tf: Any | None = None) -> list[str | None] | None:
+    """TensorFlow's PCI bus id of each of its GPUs (normalised), or None where TensorFlow does not say.
+
+    From ``get_device_details``'s ``pci_bus_id`` when a build gives one, else from the device description
+    once TensorFlow's runtime runs (:func:`helpers.nvml.tensorflow_bus_ids`).
+
+    Example:
+        >>> bus_ids() is None or isinstance(bus_ids(), list)
+        True
+    """
+    tf = tf if tf is not None else tensorflow()
+    devices = tf.config.list_physical_devices("GPU")
+    found: list[str | None] = []
+    for device in devices:
+        try:
+            details = tf.config.experimental.get_device_details(device) or {}
+        except Exception:
+            details = {}
+        found.append(nvml_api.normalize_bus_id(details.get("pci_bus_id")))
+    if devices and all(b is not None for b in found):
+        return found
+    running = nvml_api.tensorflow_bus_ids() if tf is sys.modules.get("tensorflow") else None
+    return running if running and len(running) == len(devices) else None
+
+
+# XLA's GPU back end compiles through LLVM's NVPTX target to PTX of the CUDA version TensorFlow was built with.
+# TensorFlow's pip builds (CUDA 12.5.1, PTX ISA 8.5, up to 2.20) cannot target compute capability 12.x
+# (Blackwell RTX: RTX PRO 6000, RTX 50xx): XLA stops with "LLVM ERROR: PTX version 8.5 does not support target
+# 'sm_120'" (tensorflow/tensorflow#111958, also #99592 and #103531). CUDA 12.8 (PTX ISA 8.7) is the first toolkit
+# whose PTX targets sm_120 (NVIDIA's PTX ISA release notes).
+XLA_SM120_FIRST_CUDA = (12, 8)
+
+
+def xla_compile_problem(compute_capability: tuple[int, int] | None,
+                        build: dict[str, Any] | None = None) -> str | None:
+    """Why XLA cannot compile for this GPU with this TensorFlow build, in one sentence; None when it can.
+
+    The rule: compute capability 12.x with a build whose CUDA is older than 12.8 (every TensorFlow pip build
+    up to 2.20) cannot compile; ``jit_compile=True`` then stops with "LLVM ERROR: PTX version 8.5 does not
+    support target 'sm_120'" (tensorflow/tensorflow#111958). Without XLA, TensorFlow runs its own kernels
+    on such a card.
+
+    Example:
+        >>> xla_compile_problem((12, 0), {"cuda_version": "12.5.1"}).startswith("XLA cannot compile")
+        True
+        >>> xla_compile_problem((7, 5), {"cuda_version": "12.5.1"}) is None
+        True
+    """
+    if compute_capability is None or tuple(compute_capability)[0] < 12:
+        return None
+    cc = f"{compute_capability[0]}.{compute_capability[1]}"
+    version = str((build or {}).get("cuda_version") or "")
+    try:
+        built = tuple(int(x) for x in version.split(".")[:2])
+    except ValueError:
+        built = ()
+    if len(built) == 2 and built >= XLA_SM120_FIRST_CUDA:
+        return None
+    return (f"XLA cannot compile for compute capability {cc} with this TensorFlow (built with CUDA "
+            f"{version or 'unknown'}): XLA stops with \"LLVM ERROR: PTX version 8.5 does not support target "
+            f"'sm_{compute_capability[0]}{compute_capability[1]}'\" (tensorflow/tensorflow#111958); keep "
+            "jit_compile=False, or on Colab ask for an A100 or L4 runtime.")
 
 
 def tf32_state(tf: Any | None = None, gpu_list: list[GpuInfo] | None = None) -> str:
@@ -231,6 +299,8 @@ class Report:
     nvml: str
     on_kaggle: bool = False
     notes: list[str] = field(default_factory=list)
+    nvml_gpu_count: int | None = None  # GPUs the driver sees (NVML, else nvidia-smi); None when neither answers
+    compute_modes: list[str] = field(default_factory=list)  # per GPU TensorFlow uses (helpers.nvml.compute_modes)
 
     @property
     def gpu_count(self) -> int:
@@ -284,4 +354,6 @@ def report(tf: Any | None = None, nvml: Any | None = None) -> Report:
         on_colab=on_colab(),
         nvml=nvml_api.status(nvml),
         on_kaggle=on_kaggle(),
+        nvml_gpu_count=nvml_api.gpu_count(nvml),
+        compute_modes=nvml_api.compute_modes(nvml=nvml, bus_ids=bus_ids(tf)),
     )

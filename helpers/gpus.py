@@ -133,18 +133,19 @@ def parse_name(name: str) -> ParsedName:
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"name={name!r}: pass a GPU name such as 'Tesla T4' or 'NVIDIA A100-SXM4-80GB'.")
     text = re.sub(r"(\d+)\s*gb\b", r"\1gb", name.lower())
+    text = re.sub(r"\brtx\s+pro\b", "rtxpro", text)  # "RTX PRO 6000" is another card than "RTX 6000"
     tokens = [t for t in re.split(r"[\s\-_/,()]+", text) if t and t not in _VENDOR]
     model = form = memory = None
     other: list[str] = []
     for i, token in enumerate(tokens):
         if model is None and re.search(r"\d", token) and not token.endswith("gb"):
-            prefix = tokens[i - 1] if i and tokens[i - 1] in ("rtx", "gtx") and token.isdigit() else ""
+            prefix = tokens[i - 1] if i and tokens[i - 1] in ("rtx", "gtx", "rtxpro") and token.isdigit() else ""
             model = prefix + token
         elif token in _FORMS:
             form = _FORMS[token]
         elif re.fullmatch(r"\d+gb", token):
             memory = int(token[:-2])
-        elif _MEMORY_TYPE.match(token) or token in ("rtx", "gtx") or (token == "gb" and memory):
+        elif _MEMORY_TYPE.match(token) or token in ("rtx", "gtx", "rtxpro") or (token == "gb" and memory):
             continue
         else:
             other.append(token)
@@ -183,10 +184,13 @@ def lookup(name: str, table: Sequence[Mapping[str, Any]] | None = None) -> Looku
     if not same_model:
         return Lookup(name, None, f"not in the table: data/gpu_specs.csv has no {name!r} (model "
                                   f"{want.model or 'not recognised'}). Look up its figures in its datasheet.")
-    if want.other:
-        return Lookup(name, None, f"not in the table: '{' '.join(want.other)}' names a variant the table does not "
+    # a variant word (Ti, Laptop, Workstation, ...) must be in the row's own name ("Server Edition")
+    same_variant = [r for r in same_model if set(want.other) <= set(parse_name(r["name"]).other)]
+    if not same_variant:
+        extra = [w for w in want.other if not all(w in parse_name(r["name"]).other for r in same_model)]
+        return Lookup(name, None, f"not in the table: '{' '.join(extra)}' names a variant the table does not "
                                   f"list (it has {', '.join(r['name'] for r in same_model)}).")
-    same_form = [r for r in same_model if not want.form or not parse_name(r["name"]).form
+    same_form = [r for r in same_variant if not want.form or not parse_name(r["name"]).form
                  or parse_name(r["name"]).form == want.form]
     if not same_form:
         return Lookup(name, None, f"not in the table: the table has {', '.join(r['name'] for r in same_model)}, "
@@ -315,7 +319,7 @@ def suggested_policy(compute_capability: float | tuple[int, int]) -> str:
     """The Keras dtype policy to train with on a GPU of this compute capability (notebook 06's rule).
 
     bfloat16 Tensor Cores from 8.0 (no loss scaling needed), float16 ones from 7.0. Below 7.0 (a P100,
-    6.0, Kaggle's single-GPU runtime) there are no Tensor Cores: float32, and mixed_float16 only to
+    6.0, an older card) there are no Tensor Cores: float32, and mixed_float16 only to
     halve the activations' memory (TensorFlow's mixed precision guide expects a speed-up from 7.0 on).
 
     Example:

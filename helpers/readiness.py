@@ -44,8 +44,8 @@ def no_gpu_advice(rep: Report, system: str | None = None, driver_present: bool |
         return ("On Colab: Runtime > Change runtime type > Hardware accelerator: a GPU (T4 on the free "
                 "tier), then Runtime > Restart session and run the notebook again.")
     if rep.on_kaggle:
-        return ("On Kaggle: in the notebook's Settings, Accelerator: GPU T4 x2 (two GPUs, for notebooks 07 and 08) "
-                "or GPU P100; the session restarts, then run the notebook again.")
+        return ("On Kaggle: in the notebook's Settings, Accelerator: GPU T4 x2 (two T4 GPUs, Kaggle's one GPU "
+                "choice); the session restarts, then run the notebook again.")
     if system == "Windows":
         return ("Native Windows: TensorFlow 2.11 and later has no GPU support there. If this computer has an "
                 "NVIDIA GPU, use WSL2 with NVIDIA's driver for WSL and run `make lab` inside it; otherwise use Colab.")
@@ -99,8 +99,15 @@ def checks(rep: Report, data_ok: bool | None = None, pinned_tf: str | None = Non
         rows.append(Check("Tensor Cores (compute capability >= 7.0)", tc, False,
                             detail + (" (GeForce GTX: no Tensor Cores)" if gtx else ""),
                             "" if tc else "Mixed precision (notebook 06) will run but not speed up here."))
+        rows += xla_checks(rep)
+        mode = compute_mode_check(rep.compute_modes)
+        if mode is not None:
+            rows.append(mode)
     else:
         rows.append(Check("GPU visible to TensorFlow", False, False, "none", no_gpu_advice(rep)))
+        hidden = hidden_gpu_check(rep)
+        if hidden is not None:
+            rows.append(hidden)
     cores_ok = rep.cpu_logical_cores >= 2
     rows.append(Check("CPU cores >= 2", cores_ok, False,
                         f"{rep.cpu_logical_cores} logical, {rep.cpu_physical_cores or '?'} physical",
@@ -108,6 +115,78 @@ def checks(rep: Report, data_ok: bool | None = None, pinned_tf: str | None = Non
     rows.append(Check("GPU readings (NVML)", None, False, rep.nvml))
     rows.append(Check("Hosted runtime", None, False, "Colab" if rep.on_colab else "Kaggle" if rep.on_kaggle else "no"))
     return rows
+
+
+# TensorFlow's message when the driver has a GPU but its CUDA libraries cannot be loaded, logged as a WARNING (W) by
+# tensorflow/core/common_runtime/gpu/gpu_device.cc ("Cannot dlopen some GPU
+# libraries. Please make sure the missing libraries mentioned above are installed properly if you would like to
+# use GPU. ... Skipping registering GPU devices..."). TF_CPP_MIN_LOG_LEVEL=2, which the course sets, hides it.
+HIDDEN_GPU_LINE = "Cannot dlopen some GPU libraries ... Skipping registering GPU devices..."
+
+
+def hidden_gpu_check(rep: Report) -> Check | None:
+    """The row for a GPU the driver sees and TensorFlow does not; None when that is not the case.
+
+    NVML (or ``nvidia-smi``) counting a GPU while TensorFlow lists none means TensorFlow could not load the
+    CUDA libraries it needs (cuDNN, cuBLAS, ...), or is a CPU build. TensorFlow says so in a warning that
+    ``TF_CPP_MIN_LOG_LEVEL=2`` hides (:data:`HIDDEN_GPU_LINE`).
+
+    Example:
+        >>> hidden_gpu_check(env.report()) is None or hidden_gpu_check(env.report()).ok is False
+        True
+    """
+    if rep.gpus or not rep.nvml_gpu_count:
+        return None
+    if not rep.build.get("is_cuda_build"):
+        why = "this TensorFlow is a CPU build"
+        todo = "reinstall with `pip install tensorflow[and-cuda]` (here: `COURSE_TF_FLAVOUR=cuda make install`)"
+    else:
+        why = (f"TensorFlow could not load its CUDA libraries and logged \"{HIDDEN_GPU_LINE}\", a warning the "
+               "course's TF_CPP_MIN_LOG_LEVEL=2 hides")
+        todo = ("install the CUDA and cuDNN libraries TensorFlow looks for with `pip install tensorflow[and-cuda]` "
+                "(here: `COURSE_TF_FLAVOUR=cuda make install`); to see the hidden line, run `TF_CPP_MIN_LOG_LEVEL=0 "
+                "python -c \"import tensorflow as tf; print(tf.config.list_physical_devices('GPU'))\"`")
+    return Check("GPU seen by the driver, not by TensorFlow", False, False,
+                 f"{rep.nvml_gpu_count} GPU(s) in NVML/nvidia-smi, 0 in TensorFlow", f"{why}: {todo}.")
+
+
+def xla_checks(rep: Report) -> list[Check]:
+    """One row per GPU on which XLA cannot compile with this TensorFlow (compute capability 12.x), else none.
+
+    Example:
+        >>> xla_checks(env.report()) == [] or xla_checks(env.report())[0].ok is False
+        True
+    """
+    rows = []
+    for g in rep.gpus:
+        problem = env.xla_compile_problem(g.compute_capability, rep.build)
+        if problem:
+            rows.append(Check(f"XLA on GPU {g.index}", False, False,
+                              f"{g.name}, compute capability {g.compute_capability[0]}.{g.compute_capability[1]}",
+                              problem + " Notebook 03 skips its XLA row on such a card."))
+    return rows
+
+
+def compute_mode_check(modes: list[str]) -> Check | None:
+    """The row for GPUs in an exclusive or prohibited compute mode (``nvmlDeviceGetComputeMode``); None otherwise.
+
+    Under ``exclusive_process`` only one process holds a CUDA context on the GPU: while the notebook's kernel
+    holds one, every child process the course starts to measure on that GPU (notebooks 05 and 06) fails.
+
+    Example:
+        >>> compute_mode_check(["default"]) is None
+        True
+        >>> compute_mode_check(["exclusive_process"]).ok
+        False
+    """
+    odd = [(i, m) for i, m in enumerate(modes) if m in ("exclusive_process", "exclusive_thread", "prohibited")]
+    if not odd:
+        return None
+    detail = ", ".join(f"GPU {i}: {m}" for i, m in odd)
+    return Check("GPU compute mode", False, False, detail,
+                 "Only one process may use such a GPU at a time, so the measurements notebooks 05 and 06 run in "
+                 "child processes fail while this kernel holds the GPU; ask the administrator for the Default "
+                 "compute mode (`nvidia-smi -c DEFAULT`), or run those notebooks on another GPU.")
 
 
 def is_ready(rows: list[Check]) -> bool:

@@ -183,6 +183,14 @@ class FakeNVML:
     def nvmlDeviceGetTemperature(self, h, sensor):  # noqa: N802
         return self._get("temp", h)
 
+    def nvmlDeviceGetComputeMode(self, h):  # noqa: N802 - key "compute_mode": NVML_COMPUTEMODE_* (default 0)
+        if "compute_mode" in self.unsupported:
+            raise NVMLError("Not Supported")
+        return self.gpus[h].get("compute_mode", 0)
+
+    def nvmlDeviceGetPciInfo(self, h):  # noqa: N802 - key "bus": NVML's spelling, 8-digit domain, upper case
+        return SimpleNamespace(busId=self.gpus[h].get("bus") or f"00000000:{0x10 + h:02X}:00.0")
+
 
 class PowerNVML(FakeNVML):
     """A fake NVML whose GPU 0 draws ``watts`` (set it while a test runs) and logs every power reading.

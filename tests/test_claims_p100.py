@@ -1,4 +1,4 @@
-"""Notebooks 06 and 09 on a P100 (compute capability 6.0: no Tensor Cores, no bfloat16; Kaggle's single GPU).
+"""Notebooks 06 and 09 on a P100 (compute capability 6.0: no Tensor Cores, no bfloat16; retired from Kaggle).
 
 The hand-written fixtures are T4 runs. These tests turn them into P100 runs with the sentences the helpers
 write for 6.0, and check that the claims accept them and refuse a P100 page that promises Tensor Cores.
@@ -82,3 +82,34 @@ def test_a_09_page_that_scales_the_p100_by_its_peak_is_refused():
         nb09.check(run_of(r, text))
     with pytest.raises(AssertionError, match="not comparable"):  # the right figures, the wrong words on the page
         nb09.check(run_of(data["results"], text))
+
+
+# --------------------------------------------------------------------------- Kaggle retired the P100
+def _learner_texts():
+    """Every text a learner reads: README, CONTRIBUTING, each notebook's cells, each helper's strings."""
+    root = CLAIMS.parent.parent
+    yield from [root / "README.md", root / "CONTRIBUTING.md"]
+    yield from sorted((root / "notebooks").glob("*.ipynb"))
+    yield from sorted((root / "helpers").rglob("*.py"))
+
+
+def _offers_kaggles_p100(path: Path) -> list[str]:
+    """Lines (with the next one) naming Kaggle and the P100 without saying it is retired; notebooks per cell."""
+    if path.suffix == ".ipynb":
+        cells = json.loads(path.read_text())["cells"]
+        lines = [line for cell in cells for line in "".join(cell["source"]).splitlines()]
+    else:
+        lines = path.read_text().splitlines()
+    pairs = [" ".join(lines[i:i + 2]).lower() for i in range(len(lines))]  # a sentence may wrap onto the next line
+    return [pair for pair in pairs if "kaggle" in pair and "p100" in pair and "retired" not in pair]
+
+
+@pytest.mark.parametrize("path", list(_learner_texts()), ids=lambda p: str(p.relative_to(CLAIMS.parent.parent)))
+def test_no_learner_text_offers_kaggles_retired_p100(path):
+    assert _offers_kaggles_p100(path) == []
+
+
+def test_the_table_keeps_the_p100_labelled_as_retired_from_kaggle():
+    rows = {g["name"]: g for g in gpus.specs()}
+    assert rows["Tesla P100 PCIe 16 GB"]["retired_from_kaggle"] is True
+    assert rows["Tesla T4"]["retired_from_kaggle"] is False  # Kaggle's GPU T4 x2

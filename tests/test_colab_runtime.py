@@ -146,3 +146,52 @@ def test_notebook_fetches_the_course_and_runs_alone(name, runtime, tmp_path, bar
     monkeypatch.syspath_prepend(str(course))
     importlib.import_module(f"claims.nb{name[:2]}").check(run)
     assert os.listdir(folder) == [name], f"{name} wrote next to itself: {os.listdir(folder)}"
+
+
+def readme_gpu_check_cell() -> str:
+    """The README's cell for `make gpu-check` on Colab and Kaggle, as written there."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("On Colab or Kaggle there is no `make`"):]
+    return section[section.index("```python\n") + len("```python\n"):section.index("\n```")]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_the_readmes_gpu_check_cell_works_as_written(runtime, tmp_path, bare_clone, monkeypatch):
+    """The cell clones the course, installs papermill and runs tools/gpu_check.py; here with a stand-in GPU report."""
+    import nbformat
+    import papermill as pm
+
+    cell = readme_gpu_check_cell()
+    url = cell.split("git clone --depth=1 ")[1].split()[0]
+    as_runtime(runtime, monkeypatch)
+    # git fetches the README's address from the local bare clone (no network), the cell unchanged.
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "2")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", f"url.file://{bare_clone}.insteadOf")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", url)
+    monkeypatch.setenv("GIT_CONFIG_KEY_1", "protocol.file.allow")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_1", "always")
+    # On the runtime, `python` is the runtime's own interpreter.
+    monkeypatch.setenv("PATH", f"{Path(VENVS[runtime]) / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    t4 = {"name": "Tesla T4", "compute_capability": "7.5", "memory_gib": 14.7}
+    monkeypatch.setenv("COURSE_GPU_CHECK_FAKE", json.dumps({"gpus": [t4] * (2 if runtime == "kaggle" else 1),
+                                                           "notebooks": ["00"]}))
+    monkeypatch.setenv("COURSE_SCRATCH", str(tmp_path / "scratch"))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    for key in ("COURSE_SMOKE", "PYTEST_CURRENT_TEST", "COURSE_DIR", "COURSE_REPO_URL"):
+        monkeypatch.delenv(key, raising=False)
+    folder = tmp_path / "opened"
+    folder.mkdir()
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)]), folder / "check.ipynb")
+    pm.execute_notebook(str(folder / "check.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="python3",
+                        cwd=str(folder), progress_bar=False, execution_timeout=900)
+    printed = "".join(o.get("text", "") for o in nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs)
+    reports = sorted((folder / url.rsplit("/", 1)[1] / "benchmarks" / "gpu-runs").glob("*.json"))
+    assert reports, f"{runtime}: the cell wrote no report. It printed:\n{printed[-2000:]}"
+    report = json.loads(reports[-1].read_text())
+    assert report["passed"] == 1 and not report["failed"], printed[-2000:]
+    assert report["mode"] == "quick" and [g["name"] for g in report["machine"]["gpus"]] == [t4["name"]] * (
+        2 if runtime == "kaggle" else 1)
+    machine = report["machine"]
+    assert (machine["tensorflow"], machine["keras"]) == (COMMON["tensorflow"], COMMON["keras"]), machine
+    assert machine["python"].startswith(".".join(map(str, EXPECTED[runtime]["python"]))), machine
+    assert "[1/1] 00_environment_check.ipynb" in printed and "Estimate, not a measurement" in printed, printed

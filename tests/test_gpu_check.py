@@ -472,3 +472,11 @@ def test_on_a_cpu_the_runner_keeps_the_tests_strictness(tmp_path, monkeypatch):
     gpu_check.main(["--allow-cpu", "--smoke", "--notebooks", "00", "--out", str(tmp_path / "out")], probe=cpu,
                    runner=runner, today=DATE)
     assert runner.log_apart == [False]
+
+
+def test_the_test_stand_in_for_a_gpu_is_refused_when_malformed():
+    assert gpu_check.fake_from_environ({}) == {}
+    with pytest.raises(ValueError, match="COURSE_GPU_CHECK_FAKE=.*use a JSON object with keys 'gpus' and 'notebooks'"):
+        gpu_check.fake_from_environ({gpu_check.FAKE_ENV: '{"gpu": []}'})
+    with pytest.raises(ValueError, match="use a JSON object"):
+        gpu_check.fake_from_environ({gpu_check.FAKE_ENV: '[1, 2]'})

@@ -204,16 +204,22 @@ def worker_devices(gpu_count: int, n_workers: int, parent: str | None | Ellipsis
 
     * as many GPUs as workers or more: one GPU per worker and NCCL, as on a GPU cluster (RING for
       MIG devices, which cannot talk to each other directly: no CUDA IPC between MIG instances);
-    * fewer: the workers take the GPUs in turn (worker ``i`` gets GPU ``i mod count``), with memory
-      growth on; NCCL wants one GPU per worker, so the all-reduce goes through RING (gRPC);
+    * fewer: the workers take the GPUs in turn (worker ``i`` gets GPU ``i mod count``); NCCL wants
+      one GPU per worker, so the all-reduce goes through RING (gRPC);
     * no GPU: every worker trains on its CPU (``CUDA_VISIBLE_DEVICES=-1``, like this kernel); RING.
+
+    Every worker that sees a GPU gets memory growth (``TF_FORCE_GPU_ALLOW_GROWTH=true``, which
+    TensorFlow's ``GetAllowGrowthValue`` reads when the GPU allocator is made, as in
+    :func:`helpers.children.gpu_env`), one GPU each or not: worker 0's GPU is also this kernel's
+    ``GPU:0``, which keeps its context and memory (on Kaggle's "GPU T4 x2" as anywhere), so a worker
+    that reserved nearly all of that GPU at start would leave the kernel, or itself, short of memory.
 
     Example:
         >>> envs, collective, _ = worker_devices(0, 2, parent=None)
         >>> envs, collective
         ([{'CUDA_VISIBLE_DEVICES': '-1'}, {'CUDA_VISIBLE_DEVICES': '-1'}], 'RING')
-        >>> worker_devices(2, 2, parent="2,3")[:2]
-        ([{'CUDA_VISIBLE_DEVICES': '2'}, {'CUDA_VISIBLE_DEVICES': '3'}], 'NCCL')
+        >>> [env["CUDA_VISIBLE_DEVICES"] for env in worker_devices(2, 2, parent="2,3")[0]]
+        ['2', '3']
     """
     if not isinstance(n_workers, int) or isinstance(n_workers, bool) or n_workers < 1:
         raise ValueError(f"n_workers={n_workers!r}: use an integer >= 1.")
@@ -228,7 +234,7 @@ def worker_devices(gpu_count: int, n_workers: int, parent: str | None | Ellipsis
     chosen = [gpus[i % len(gpus)] for i in range(n_workers)]
     listed = ", ".join(chosen)
     if len(gpus) >= n_workers:
-        envs = [{"CUDA_VISIBLE_DEVICES": gpu} for gpu in chosen]
+        envs = [{"CUDA_VISIBLE_DEVICES": gpu, "TF_FORCE_GPU_ALLOW_GROWTH": "true"} for gpu in chosen]
         if chosen[0].startswith("MIG-"):
             return (envs, "RING",
                     f"Each of the {n_workers} workers gets its own MIG device (CUDA_VISIBLE_DEVICES={listed}, one "
@@ -236,8 +242,8 @@ def worker_devices(gpu_count: int, n_workers: int, parent: str | None | Ellipsis
                     "gradients travel through RING, TensorFlow's all-reduce over gRPC.")
         return (envs, "NCCL",
                 f"Each of the {n_workers} workers gets its own GPU (CUDA_VISIBLE_DEVICES={listed}, one entry per worker"
-                f"{source}) "
-                "and the workers add up their gradients with NCCL, as on a GPU cluster.")
+                f"{source}), each taking only the memory it needs (memory growth: worker 0's GPU is this kernel's "
+                "too), and the workers add up their gradients with NCCL, as on a GPU cluster.")
     envs = [{"CUDA_VISIBLE_DEVICES": gpu, "TF_FORCE_GPU_ALLOW_GROWTH": "true"} for gpu in chosen]
     shared = (f"one GPU (CUDA_VISIBLE_DEVICES={gpus[0]} for each{source})" if len(gpus) == 1 else
               f"{len(gpus)} GPUs, taking them in turn (CUDA_VISIBLE_DEVICES={listed}{source})")

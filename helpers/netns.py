@@ -14,8 +14,11 @@ runs. So the workers get a network of their own instead:
   user where the kernel allows it), and keeps it open through file descriptors. Every worker that
   :class:`helpers.cluster.LocalCluster` starts with it enters that namespace (``setns``) before it
   runs, so the first run's workers and a restarted job share one private network. Where no
-  namespace can be made (macOS, Windows, a container or a kernel that forbids it),
-  :meth:`PrivateNetwork.reading` is a plain warning to print before the workers start.
+  namespace can be made (macOS, Windows, Colab, Kaggle, a Docker container without
+  ``CAP_SYS_ADMIN``, Ubuntu 24.04's AppArmor default for unprivileged user namespaces, most
+  clusters), :meth:`PrivateNetwork.reading` is a plain warning to print before the workers start:
+  who can reach them, and what to do, which depends on where the kernel runs
+  (:attr:`PrivateNetwork.advice`, one of :data:`ADVICE`).
 * :func:`exposed_ports` lists the ports that listen beyond loopback as this process's network sees
   them (the host's, from the notebook's kernel); :func:`listening_ports` and :func:`interfaces`
   read a worker's own namespace through ``/proc``.
@@ -34,8 +37,18 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
+from types import EllipsisType
 from typing import Any
 
+# Where no namespace can be made, what to do depends on who else can reach this machine.
+ADVICE = {
+    "hosted": ("On Colab or Kaggle the machine is a virtual machine of your own, not reachable from outside its "
+               "provider's network, so running the workers there is fine."),
+    "elsewhere": ("Do not run the next cells on a machine you share with other people (a lab server, a cluster's "
+                  "login or compute node): run them where Linux lets you make a network namespace (a Linux machine or "
+                  "virtual machine of your own), or on a single-user Colab or Kaggle runtime. On your own laptop on a "
+                  "shared Wi-Fi, turn on a firewall that blocks incoming connections, or go offline, first."),
+}
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 NAMESPACE_FLAGS = {"user": CLONE_NEWUSER, "net": CLONE_NEWNET}
@@ -133,8 +146,13 @@ class PrivateNetwork:
     for the page: what protects the workers, or a warning. Close it when no more workers will start
     (or use it in a ``with`` block); an ``atexit`` hook closes it otherwise.
 
+    Where none can be made, ``advice`` (a key of :data:`ADVICE`) says what to do: ``"hosted"`` on
+    Colab or Kaggle (as :func:`helpers.colab.hosted` tells), ``"elsewhere"`` anywhere else; None while the
+    network is private.
+
     Args:
         make: the function that makes the namespace (tests pass a fake that fails).
+        hosted: ``"colab"``, ``"kaggle"`` or None, where this kernel runs (default: as :func:`helpers.colab.hosted`).
 
     Example:
         >>> with PrivateNetwork() as network:
@@ -142,10 +160,16 @@ class PrivateNetwork:
         True
     """
 
-    def __init__(self, make: Callable[[], Made] | None = None) -> None:
+    def __init__(self, make: Callable[[], Made] | None = None, hosted: str | None | EllipsisType = ...) -> None:
+        if hosted is ...:  # helpers.colab.hosted's rule, inline: this module also runs alone, outside helpers
+            hosted = ("colab" if "google.colab" in sys.modules else
+                      "kaggle" if "KAGGLE_KERNEL_RUN_TYPE" in os.environ else None)
+        if hosted not in ("colab", "kaggle", None):
+            raise ValueError(f"hosted={hosted!r}: use 'colab', 'kaggle' or None.")
         self.mode, self.fds, self.why_not, self.interfaces = (make or _make_namespace)()
         if self.mode is not None and self.mode not in MODES:
             raise ValueError(f"mode={self.mode!r}: use one of {sorted(MODES)} or None.")
+        self.advice = None if self.mode else ("hosted" if hosted else "elsewhere")
         self.closed = False
         if self.fds:
             _OPEN.add(self)
@@ -170,8 +194,9 @@ class PrivateNetwork:
                     "other on 127.0.0.1.")
         return ("Warning: the workers' gRPC servers will listen on every network interface of this machine, "
                 "without authentication, while they run: TensorFlow binds 0.0.0.0, and this machine cannot give "
-                f"them a private network ({self.why_not}). On a shared network (a cafe's or a classroom's Wi-Fi), "
-                "turn on a firewall that blocks incoming connections, or go offline, before you run the next cell.")
+                f"them a private network ({self.why_not}). Any process on this machine can reach them at "
+                "127.0.0.1 and their ports, and so can other machines its network lets in; whoever connects can "
+                f"run code in them. {ADVICE[self.advice]}")
 
     def close(self) -> None:
         """Let the namespace go (it ends with the last worker in it). Safe to call more than once."""

@@ -6,14 +6,14 @@ the process's stderr, mixed with other C++ noise (and hidden at the course's log
 result tensors' ``.device`` instead: :func:`where_ops_run`, :func:`placement_table`, and
 :func:`short_device` for the short names (``CPU:0``) that notebooks 02, 07 and 08 print. For 02's
 ``CUDA_VISIBLE_DEVICES`` section, :func:`visibility_runs` gives the children's settings, all within
-the GPUs this kernel was given.
+the GPUs this kernel was given, and :func:`first_gpu_only` the logical-device child's.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from helpers.children import gpu_env
@@ -111,6 +111,23 @@ def visibility_runs(environ: Mapping[str, str] | None = None) -> dict[str, dict[
     return {HIDE_ALL: {"env": {"CUDA_VISIBLE_DEVICES": "-1"}},
             FIRST_ONLY: {"env": {"CUDA_VISIBLE_DEVICES": first}},
             AS_THIS_KERNEL: {}}
+
+
+def first_gpu_only(args: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A :func:`helpers.children.run_script` run that sees only this kernel's first GPU, with `args`.
+
+    Notebook 02's logical-device child splits its first GPU into logical devices. TensorFlow still
+    initialises every other GPU the child sees, and without memory growth reserves nearly all of
+    each; so the child sees only the first entry of this kernel's ``CUDA_VISIBLE_DEVICES`` (as
+    :data:`FIRST_ONLY`: ``2`` under ``2,3``, ``0`` when unset; never a bare index under a list).
+
+    Example:
+        >>> first_gpu_only(["2"], {"CUDA_VISIBLE_DEVICES": "GPU-aaa,GPU-bbb"})
+        {'args': ['2'], 'env': {'CUDA_VISIBLE_DEVICES': 'GPU-aaa'}}
+    """
+    if isinstance(args, str) or not all(isinstance(a, str) for a in args):
+        raise ValueError(f"args={args!r}: pass a list of strings, such as ['2'].")
+    return {"args": list(args), **visibility_runs(environ)[FIRST_ONLY]}
 
 
 def visibility_value(label: str, runs: Mapping[str, Mapping[str, Mapping[str, str]]],

@@ -382,6 +382,67 @@ def memory_gap_reading(peak: Mapping[str, float], unscaled: float, close: float 
     return f"{head}, more than {points}: this run does not explain the gap."
 
 
+# --------------------------------------------------------------------------- memory: the expected share
+# The most bytes of float32's peak a 16-bit policy's peak may take, as measured on a CPU with the BFC allocator
+# (notebook 06, "Memory"): float16 and bfloat16 activations are half of float32's, the weights stay float32.
+PEAK_SHARE = {"mixed_float16": 0.60, "mixed_bfloat16": 0.75}
+BF16_NATIVE_CC = (8, 0)  # from compute capability 8.0 (Ampere) TensorFlow's GPU kernels compute bfloat16 as it is
+CUDNN_WORKSPACE_DEFAULT_MB = 4096  # TF_CUDNN_WORKSPACE_LIMIT_IN_MB unset: 1 << 32 bytes (see peak_share_limit)
+
+
+def peak_share_limit(policy: str, device_type: str, compute_capability: tuple[int, int] | None = None,
+                     float32_peak: float | None = None, workspace_mb: float | None = None) -> tuple[float, str]:
+    """The largest share of float32's peak bytes that `policy`'s peak of one step may take, and why.
+
+    On a CPU: :data:`PEAK_SHARE` (measured there, with the BFC allocator). On a GPU, what the GPU
+    really does moves it, by compute capability:
+
+    * **bfloat16 below compute capability 8.0** (a T4, a V100, a P100): TensorFlow computes a
+      bfloat16 convolution in float32. ``LaunchConv2DOp<GPUDevice, Eigen::bfloat16>`` in
+      tensorflow/core/kernels/conv_ops_bfloat16.cc sets ``cast_to_float = !IsBF16SupportedInOps(stream)``
+      (true before Ampere), allocates float32 copies of the input, the filter and the output with
+      ``allocate_temp`` and runs the float32 convolution; the backward convolutions
+      (conv_grad_filter_ops / conv_grad_input_ops) do the same. Those copies come from the same
+      allocator, so no saving is expected: the limit is float32's whole peak (share 1.0).
+    * **cuDNN's workspace**: a GPU convolution takes scratch space from TensorFlow's allocator too, up
+      to ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` (read by ``GetDnnWorkspaceLimit`` in
+      tensorflow/core/kernels/conv_ops_impl.h and the conv_grad files, default ``1LL << 32`` bytes:
+      4096 MiB). It lies inside every policy's peak, and need not shrink with the data type, so the
+      limit grows by ``workspace_mb`` MiB over `float32_peak` (the float32 peak, in bytes).
+
+    A CPU ignores both (no cuDNN; bfloat16 as it is, or emulated by oneDNN/Eigen, with the same
+    tensors). Returns ``(limit, reason)``; the limit is at most 1.0 plus the workspace share.
+
+    Example:
+        >>> peak_share_limit("mixed_float16", "CPU")[0]
+        0.6
+        >>> peak_share_limit("mixed_bfloat16", "GPU", (7, 5), float32_peak=2**30, workspace_mb=64)[0]
+        1.0625
+    """
+    if policy not in PEAK_SHARE:
+        raise ValueError(f"policy={policy!r}: use one of {sorted(PEAK_SHARE)}.")
+    if device_type not in ("CPU", "GPU"):
+        raise ValueError(f"device_type={device_type!r}: use 'CPU' or 'GPU'.")
+    if device_type == "CPU":
+        return PEAK_SHARE[policy], "measured on a CPU with the BFC allocator"
+    if compute_capability is not None and (len(tuple(compute_capability)) != 2 or
+                                           not all(isinstance(v, int) for v in compute_capability)):
+        raise ValueError(f"compute_capability={compute_capability!r}: use (major, minor), such as (7, 5), or None.")
+    if not isinstance(float32_peak, (int, float)) or isinstance(float32_peak, bool) or float32_peak <= 0:
+        raise ValueError(f"float32_peak={float32_peak!r}: on a GPU, pass float32's peak in bytes (> 0).")
+    workspace_mb = CUDNN_WORKSPACE_DEFAULT_MB if workspace_mb is None else workspace_mb
+    if not isinstance(workspace_mb, (int, float)) or isinstance(workspace_mb, bool) or workspace_mb < 0:
+        raise ValueError(f"workspace_mb={workspace_mb!r}: use the cuDNN workspace limit in MiB (>= 0), or None.")
+    extra = workspace_mb * 2**20 / float32_peak
+    why = f"plus up to {workspace_mb:g} MiB of cuDNN workspace"
+    cc = tuple(compute_capability) if compute_capability else None
+    if policy == "mixed_bfloat16" and (cc is None or cc < BF16_NATIVE_CC):
+        known = "compute capability unknown" if cc is None else f"compute capability {cc[0]}.{cc[1]}"
+        return 1.0 + extra, (f"{known}, below 8.0: TensorFlow computes bfloat16 convolutions in float32, "
+                             f"through float32 copies, so no saving is expected; {why}")
+    return PEAK_SHARE[policy] + extra, f"{PEAK_SHARE[policy]:.0%} as on a CPU, {why}"
+
+
 def tensor_core_note(compute_capability: tuple[int, int] | None) -> str:
     """What the multiple-of-8 experiment can show on a GPU of this compute capability: '' from 7.0 on.
 
@@ -513,8 +574,8 @@ def gpu_speed_reading(compute_capability: tuple[int, int] | None, step_s: Mappin
 
     Float16 Tensor Cores arrived with compute capability 7.0, bfloat16 (and TF32) ones with 8.0
     (NVIDIA CUDA C++ Programming Guide; TensorFlow's mixed precision guide). From 8.0 a last sentence
-    says that the float32 baseline already uses TF32 Tensor Cores. Below 7.0 (a P100, 6.0: Kaggle's
-    single-GPU runtime) there are no Tensor Cores at all; the float16 sentence then says how fast the
+    says that the float32 baseline already uses TF32 Tensor Cores. Below 7.0 (a P100, 6.0, an older card
+    that Kaggle has retired) there are no Tensor Cores at all; the float16 sentence then says how fast the
     ordinary cores compute float16 (:data:`HALF_RATE`). Medians whose ratio is below `within` read "about as
     fast".
 

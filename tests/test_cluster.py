@@ -108,7 +108,7 @@ def test_worker_devices_give_worker_i_entry_i_of_the_parents_list(gpus, workers,
     envs, chosen, reading = cluster.worker_devices(gpus, workers, parent=parent)
     assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == devices and chosen == collective
     shared = len(set(devices)) < workers and devices[0] != "-1"
-    assert all(("TF_FORCE_GPU_ALLOW_GROWTH" in e) == shared for e in envs)
+    assert all((e.get("TF_FORCE_GPU_ALLOW_GROWTH") == "true") == (devices[0] != "-1") for e in envs)
     assert ("its own GPU" in reading) == (collective == "NCCL")
     assert (f"The {workers} workers share" in reading) == shared
     assert ("No GPU" in reading) == (devices[0] == "-1")
@@ -124,6 +124,16 @@ def test_worker_devices_read_this_kernels_cuda_visible_devices_by_default(monkey
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", parent)
     envs, collective, _ = cluster.worker_devices(2, 2)
     assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == devices and collective == "NCCL"
+
+
+@pytest.mark.parametrize("parent", [None, "0,1", "GPU-aaa,GPU-bbb", "MIG-aaa,MIG-bbb"])
+def test_one_gpu_per_worker_still_grows_memory_because_worker_0_shares_the_kernels_gpu(parent):
+    """Kaggle's "GPU T4 x2": two workers, one T4 each, and worker 0's T4 is the kernel's GPU:0 too."""
+    gpu_count = 1 if parent and parent.startswith("MIG-") else 2
+    kernel_gpu = cluster.visible_gpus(gpu_count, parent)[0]
+    envs, _, reading = cluster.worker_devices(gpu_count, 2, parent=parent)
+    assert envs[0]["CUDA_VISIBLE_DEVICES"] == kernel_gpu  # the GPU this kernel holds
+    assert [e.get("TF_FORCE_GPU_ALLOW_GROWTH") for e in envs] == ["true", "true"], envs
 
 
 def test_visible_gpus_and_bad_arguments():

@@ -183,6 +183,18 @@ def test_without_a_namespace_the_reading_is_a_plain_warning():
     assert "fake: this machine cannot make a network namespace" in text and "firewall" in text
 
 
+@pytest.mark.parametrize("hosted, advice", [("colab", "hosted"), ("kaggle", "hosted"), (None, "elsewhere")])
+def test_a_refused_namespace_says_who_can_reach_the_workers_and_what_to_do_there(hosted, advice):
+    """Colab, Kaggle, Docker, Ubuntu 24.04's AppArmor default and most clusters refuse the namespace."""
+    failed = netns.PrivateNetwork(make=no_namespace, hosted=hosted)
+    assert failed.advice == advice and netns.ADVICE[advice] in failed.reading()
+    assert "127.0.0.1" in failed.reading()  # reachable from every process of this machine, not only the network
+    with netns.PrivateNetwork(make=lambda: ("userns", {}, "", ["lo"]), hosted=hosted) as private:
+        assert private.advice is None
+    with pytest.raises(ValueError, match="hosted="):
+        netns.PrivateNetwork(make=no_namespace, hosted="binder")
+
+
 def test_other_systems_have_no_namespace(monkeypatch):
     monkeypatch.setattr(sys, "platform", "darwin")
     mode, fds, why, names = netns._make_namespace()

@@ -22,7 +22,8 @@ def shared(run) -> None:
     r = run.results
     common.require(r, ("placements", "gpu_count", "exercises_solved", "logical_devices", "physical_devices",
                 "soft_placement_demo", "hard_placement_error", "cuda_visible_devices_demo",
-                "utilisation_source", "utilisation_reason", "utilisation", "nvml_status", "nvml_readings"))
+                "utilisation_source", "utilisation_reason", "utilisation", "nvml_status", "nvml_readings",
+                "split_child_visible", "split_child_physical_gpus"))
 
     # Placement: every op ran on a logical device that exists in this run.
     logical = {_short(d) for d in r["logical_devices"]}
@@ -54,6 +55,8 @@ def shared(run) -> None:
     assert first["gpu_count"] == min(1, r["gpu_count"]), f"the first-GPU child saw {first['gpu_count']} GPUs"
     assert same["gpu_count"] == r["gpu_count"], f"a child with this kernel's setting saw {same['gpu_count']} GPUs"
     assert r["placement_log_lines"] >= 1, "the placement log child printed no 'Executing op' line"
+    # The logical-device child sees only this kernel's first GPU (an entry of its list), as the first-GPU child does.
+    assert r["split_child_visible"] == first["value"], (r["split_child_visible"], first["value"])
 
     # Utilisation: samples in both phases, training busier than idle.
     idle, train = r["utilisation"]["idle"], r["utilisation"]["training"]
@@ -91,6 +94,8 @@ def on_gpu(run) -> None:
     assert [d for d in r["logical_devices"] if ":GPU:" in d], r["logical_devices"]
     split = [_short(d) for d in r["split_child_logical_devices"]]
     assert {"GPU:0", "GPU:1"} <= set(split), f"a fresh process should split the first GPU in two, got {split}"
+    seen = r["split_child_physical_gpus"]  # every other GPU it saw, TensorFlow would have reserved whole
+    assert len(seen) == 1, f"the logical-device child saw {len(seen)} GPUs: {seen}"
     assert len(r["nvml_readings"]) >= r["gpu_count"] and r["nvml_status"].startswith("NVIDIA driver"), (
         r["nvml_status"])
     assert all(g["memory_total_bytes"] for g in r["nvml_readings"])

@@ -6,6 +6,7 @@ import math
 import re
 
 from claims import common
+from helpers import netns
 
 KEYS = ("gpu_count", "workers", "epochs", "collective", "worker_devices", "killed_at_epoch", "resumed_from_epoch",
         "optimizer_step", "final_epoch", "losses", "weights_checksums", "run_1", "hang", "run_2", "in_kernel_strategy",
@@ -54,6 +55,10 @@ def _workers_kept_private(run) -> None:
         if net["mode"]:
             assert found["exposed"] == [], f"worker ports reachable from the network: {found}"
             assert found["inside"] == found["ports"], f"the check did not see the workers listen: {found}"
+    # Without a namespace the page says what to do where this kernel runs: fine on Colab or Kaggle, not elsewhere.
+    assert net["advice"] in (None, *netns.ADVICE) and (net["advice"] is None) == bool(net["mode"]), net
+    if net["advice"]:
+        assert netns.ADVICE[net["advice"]] in text, f"the page does not say what to do without a namespace: {net}"
     reading = PRIVATE if net["mode"] else WARNING
     assert reading in text, f"the page does not say how the workers' ports are kept private: {net}"
     if net["mode"]:

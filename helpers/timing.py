@@ -836,6 +836,82 @@ def _versus(a: float, a_spread: float, b: float, b_spread: float) -> tuple[str, 
 
 
 MODES = ("eager", "tf.function", "tf.function + XLA")
+XLA = MODES[2]
+
+
+def _modes_given(*dicts: Mapping[str, Any]) -> tuple[str, ...]:
+    """The modes the dicts hold: all of ``MODES``, or all but XLA's (skipped where XLA cannot compile)."""
+    keys = [set(d) for d in dicts]
+    for modes in (MODES, MODES[:2]):
+        if all(k == set(modes) for k in keys):
+            return modes
+    raise ValueError(f"need exactly the modes {list(MODES)}, or {list(MODES[:2])} when XLA's row was skipped.")
+
+
+def xla_skip(hw: Any) -> dict[str, str]:
+    """``{XLA: why}`` when XLA cannot compile for this run's first GPU with this TensorFlow, else ``{}``.
+
+    The rule is :func:`helpers.env.xla_compile_problem` (compute capability 12.x with a build whose CUDA is
+    older than 12.8): there XLA's compiler stops the whole process with an LLVM error
+    (tensorflow/tensorflow#111958), which no ``try`` can catch, so the row is skipped before it runs. Prints
+    the one sentence that says so.
+
+    Args:
+        hw: the report ``helpers.setup`` returned (its ``gpus`` and ``build``).
+
+    Example:
+        >>> xla_skip(type("Report", (), {"gpus": [], "build": {}})())
+        {}
+    """
+    from helpers import env
+
+    gpus = getattr(hw, "gpus", None)
+    if gpus is None or not hasattr(hw, "build"):
+        raise ValueError(f"hw={hw!r}: pass the report helpers.setup returned.")
+    problem = env.xla_compile_problem(gpus[0].compute_capability, hw.build) if gpus else None
+    if not problem:
+        return {}
+    print(f"{problem} XLA's row is skipped on this GPU.")
+    return {XLA: problem}
+
+
+# What XLA's jit raises when it cannot compile for the device (TensorFlow's XlaCompileOp, tensorflow/compiler/
+# jit/kernels/xla_ops.cc, reports XLA's status as the op's error): UNAVAILABLE "No PTX compilation provider is
+# available" (no ptxas / nvJitLink), NOT_FOUND "ptxas not found", INTERNAL (ptxas or the driver refusing the
+# PTX), UNKNOWN. An LLVM fatal error does not raise: it ends the process, hence xla_skip first.
+XLA_COMPILE_ERRORS = ("InternalError", "UnknownError", "UnavailableError", "NotFoundError")
+
+
+class skip_xla_on_compile_error:  # noqa: N801 - used as a statement: `with skip_xla_on_compile_error(...)`
+    """Context manager: on XLA's row, a compile error skips the row (recorded in `skipped`, one sentence printed).
+
+    Only XLA's row and only the errors of ``XLA_COMPILE_ERRORS`` are caught; anything else still raises.
+
+    Example:
+        >>> skipped = {}
+        >>> with skip_xla_on_compile_error("tf.function", skipped):
+        ...     pass
+        >>> skipped
+        {}
+    """
+
+    def __init__(self, mode: str, skipped: dict[str, str]) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode={mode!r}: use one of {list(MODES)}.")
+        if not isinstance(skipped, dict):
+            raise ValueError(f"skipped={skipped!r}: pass the dict xla_skip returned.")
+        self.mode, self.skipped = mode, skipped
+
+    def __enter__(self) -> skip_xla_on_compile_error:
+        return self
+
+    def __exit__(self, kind: Any, error: Any, tb: Any) -> bool:
+        if error is None or self.mode != XLA or kind.__name__ not in XLA_COMPILE_ERRORS:
+            return False
+        first = (str(getattr(error, "message", "") or error).strip().splitlines() or [kind.__name__])[0][:200]
+        self.skipped[XLA] = f"XLA could not compile for this device ({kind.__name__}: {first})"
+        print(f"{self.skipped[XLA]}. XLA's row is skipped.")
+        return True
 
 
 def compile_reading(first: Mapping[str, float], steady: Mapping[str, float], spreads: Mapping[str, float],
@@ -858,19 +934,18 @@ def compile_reading(first: Mapping[str, float], steady: Mapping[str, float], spr
         ...                 {"eager": 0.05, "tf.function": 0.08, "tf.function + XLA": 0.08})[2][:62]
         'Reading: XLA saved 85 µs per step against the plain graph (16%'
     """
-    if set(first) != set(MODES) or set(steady) != set(MODES) or set(spreads) != set(MODES):
-        raise ValueError(f"first, steady and spreads need exactly the modes {list(MODES)}.")
+    modes = _modes_given(first, steady, spreads)  # XLA's row may be missing: skipped where it cannot compile
     _check_seconds("first", first)
     _check_seconds("steady", steady)
     _check_limit(limit)
     lines = ["Rule: a first call costs 'N steady steps' with N = first call / median warm step; two steps differ "
              "only when their gap exceeds the larger IQR of the two, else they are within noise."]
-    noisy = [m for m in MODES if not spreads[m] <= limit]
+    noisy = [m for m in modes if not spreads[m] <= limit]
     lines[0] += "".join(f" {mode}: first call {_duration(first[mode])} = {first[mode] / steady[mode]:,.0f} steady "
                         f"steps of {_duration(steady[mode])}." if mode not in noisy else
                         f" {mode}: first call {_duration(first[mode])}, not counted in warm steps (their spread, "
-                        f"{spreads[mode]:.0%}, is above {limit:.0%})." for mode in MODES)
-    (e, g, x), (se, sg, sx) = ([steady[m] for m in MODES], [spreads[m] for m in MODES])
+                        f"{spreads[mode]:.0%}, is above {limit:.0%})." for mode in modes)
+    (e, g), (se, sg) = ([steady[m] for m in MODES[:2]], [spreads[m] for m in MODES[:2]])
     if "eager" in noisy or "tf.function" in noisy:
         lines.append(f"Reading: eager against tf.function not read: a spread is above {limit:.0%} "
                      f"({_and([f'{m} {spreads[m]:.0%}' for m in noisy])}); rerun the cell.")
@@ -880,9 +955,13 @@ def compile_reading(first: Mapping[str, float], steady: Mapping[str, float], spr
             f"{e / g:,.2f}x as fast; the graph runs the step's ops without Python between them." if how == "faster"
             else f"within noise (gap {_duration(abs(e - g))}, larger IQR {_duration(band)})." if how == "within noise"
             else f"slower ({g / e:,.2f}x the time): here calling the graph cost more than Python's op-by-op loop."))
+    if XLA not in modes:
+        lines.append("Reading: XLA's row was skipped (see above), so no XLA comparison on this device.")
+        return lines
     if "tf.function" in noisy or "tf.function + XLA" in noisy:
         lines.append(f"Reading: XLA against the plain graph not read: a spread is above {limit:.0%}; rerun the cell.")
         return lines
+    x, sx = steady[XLA], spreads[XLA]
     how, band = _versus(x, sx, g, sg)
     extra = first["tf.function + XLA"] - first["tf.function"]
     if how == "within noise":
@@ -992,14 +1071,13 @@ def launch_reading(chain_s: Mapping[str, float], spreads: Mapping[str, float], o
         ...                {"eager": 0.01, "tf.function": 0.15, "tf.function + XLA": 0.1}, 200)[0][:57]
         'Reading: one tiny add cost 15.8 µs eager and 0.91 µs in a'
     """
-    if set(chain_s) != set(MODES) or set(spreads) != set(MODES):
-        raise ValueError(f"chain_s and spreads need exactly the modes {list(MODES)}.")
+    modes = _modes_given(chain_s, spreads)  # XLA's row may be missing: skipped where it cannot compile
     if isinstance(ops, bool) or not isinstance(ops, int) or ops < 2:
         raise ValueError(f"ops={ops!r}: use the number of chained ops, an integer >= 2.")
     _check_seconds("chain_s", chain_s)
     _check_limit(limit)
-    per = {m: chain_s[m] / ops * 1e6 for m in MODES}
-    noisy = [m for m in MODES if not spreads[m] <= limit]
+    per = {m: chain_s[m] / ops * 1e6 for m in modes}
+    noisy = [m for m in modes if not spreads[m] <= limit]
     where = {"eager": "eager", "tf.function": "in a graph"}
     read = [f"{per[m]:,.3g} µs {where[m]}" for m in where if m not in noisy]
     left = [m for m in where if m in noisy]
@@ -1012,6 +1090,9 @@ def launch_reading(chain_s: Mapping[str, float], spreads: Mapping[str, float], o
         head += (f": each op launched on its own costs its dispatch, {per['eager'] / per['tf.function']:,.0f}x more "
                  "when Python hands TensorFlow one op at a time.")
     lines = [head]
+    if XLA not in modes:
+        lines.append("XLA's row was skipped (see above): no fused chain timed on this device.")
+        return lines
     if {"tf.function", "tf.function + XLA"} & set(noisy):
         lines.append(f"XLA against the graph not read: a spread is above {limit:.0%}; rerun the cell.")
         return lines

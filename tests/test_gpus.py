@@ -66,7 +66,7 @@ def test_detected_looks_up_the_gpus_tensorflow_sees_with_fakes():
     a100 = FakeTF(n_gpus=2, details={"device_name": "NVIDIA A100-SXM4-80GB", "compute_capability": (8, 0)})
     found = gpus.detected(tf=a100, nvml=FakeNVML(), table=TABLE)
     assert [f.row["name"] for f in found] == ["A100 SXM4 80 GB"] * 2
-    unknown = FakeTF(details={"device_name": "NVIDIA B200", "compute_capability": (10, 0)})
+    unknown = FakeTF(details={"device_name": "NVIDIA B300 SXM6 AC", "compute_capability": (10, 3)})
     (f,) = gpus.detected(tf=unknown, nvml=FakeNVML(fail_init=True), table=TABLE)
     assert not f.found and "not in the table" in f.note
     assert gpus.detected(tf=FakeTF(n_gpus=0), nvml=FakeNVML(fail_init=True), table=TABLE) == []

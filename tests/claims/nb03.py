@@ -181,17 +181,25 @@ def compilation(run):
     """
     r, text = run.results, run.outputs_text()
     first, steady = r["compile_first_s"], r["compile_steady_s"]
-    assert set(first) == set(steady) == set(r["compile_spread"]) == set(MODES), first
-    for mode in ("tf.function", "tf.function + XLA"):
+    # XLA's row may be missing only where the page recorded and printed why (a GPU XLA cannot compile for).
+    reason = (r.get("xla_skipped") or {}).get("reason")
+    modes = MODES[:2] if reason else MODES
+    assert set(first) == set(steady) == set(r["compile_spread"]) == set(modes), (sorted(first), reason)
+    assert set(r["launch_s"]) == set(modes), (sorted(r["launch_s"]), reason)
+    if reason:
+        assert isinstance(reason, str) and reason.startswith(("XLA cannot compile", "XLA could not compile")), reason
+        assert reason in text and "XLA's row is skipped" in text and r["xla_payoff_steps"] is None
+    for mode in modes[1:]:
         assert first[mode] > steady[mode] > 0, (mode, first[mode], steady[mode])
-    for mode in MODES:  # each first call is read in warm steps of its own mode, unless those were noisy
+    for mode in modes:  # each first call is read in warm steps of its own mode, unless those were noisy
         counted = f"{mode}: first call {_duration(first[mode])} = {first[mode] / steady[mode]:,.0f} steady steps"
         assert (counted in text) == (r["compile_spread"][mode] <= r["noise_limit"]), (mode, r["compile_spread"])
-    payoff = payoff_steps(first["tf.function"], steady["tf.function"], first["tf.function + XLA"],
-                          steady["tf.function + XLA"])
-    assert r["xla_payoff_steps"] == payoff, (r["xla_payoff_steps"], payoff)
-    if "earned back after" in text:
-        assert f"earned back after {payoff:,} steps" in text
+    if not reason:
+        payoff = payoff_steps(first["tf.function"], steady["tf.function"], first["tf.function + XLA"],
+                              steady["tf.function + XLA"])
+        assert r["xla_payoff_steps"] == payoff, (r["xla_payoff_steps"], payoff)
+        if "earned back after" in text:
+            assert f"earned back after {payoff:,} steps" in text
 
     # steps_per_execution: 1 and larger values timed; one reading line, decided by the page's noise rule.
     spe = r["spe_step_s"]
@@ -211,7 +219,7 @@ def compilation(run):
 
     # Launch overhead: 200 eager dispatches cost more than the same adds in one graph; the GPU figure is cited.
     launch, ops = r["launch_s"], r["launch_ops"]
-    assert set(launch) == set(MODES) and launch["eager"] > launch["tf.function"] > 0, launch
+    assert launch["eager"] > launch["tf.function"] > 0, launch
     if r["launch_spread"]["eager"] <= r["noise_limit"]:  # a noisy row's per-add cost is not read
         assert f"{launch['eager'] / ops * 1e6:,.3g} µs eager" in text
     assert "Published, not measured here" in text and "developer.nvidia.com/blog/cuda-graphs" in text

@@ -9,9 +9,11 @@ Without a driver every function answers plainly (an empty list, a sentence) inst
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,6 +123,23 @@ def gpu_count(nvml: Any | None = None, smi: str | None = None) -> int | None:
     return sum(1 for line in smi.splitlines() if re.match(r"^GPU \d+:", line.strip()))
 
 
+@contextlib.contextmanager
+def _session(nvml: Any | None) -> Iterator[Any | None]:
+    """NVML initialised for the block and shut down after it; yields None without NVML or a driver."""
+    if nvml is None:
+        yield None
+        return
+    try:
+        nvml.nvmlInit()
+    except Exception:
+        yield None
+        return
+    try:
+        yield nvml
+    finally:
+        _nvml_call(nvml.nvmlShutdown)
+
+
 def readings(nvml: Any | None = None) -> list[NvmlReading]:
     """Read utilisation, memory, power and temperature of every GPU; [] when there is no driver.
 
@@ -128,14 +147,9 @@ def readings(nvml: Any | None = None) -> list[NvmlReading]:
         >>> isinstance(readings(), list)
         True
     """
-    nvml = nvml if nvml is not None else module()
-    if nvml is None:
-        return []
-    try:
-        nvml.nvmlInit()
-    except Exception:
-        return []
-    try:
+    with _session(nvml if nvml is not None else module()) as nvml:
+        if nvml is None:
+            return []
         readings = []
         count = _nvml_call(nvml.nvmlDeviceGetCount) or 0
         for index in range(count):
@@ -156,8 +170,6 @@ def readings(nvml: Any | None = None) -> list[NvmlReading]:
                 temperature_c=None if temp is None else float(temp),
             ))
         return readings
-    finally:
-        _nvml_call(nvml.nvmlShutdown)
 
 
 
@@ -185,21 +197,15 @@ def compute_modes(environ: dict[str, str] | None = None, nvml: Any | None = None
     """
     environ = os.environ if environ is None else environ
     nvml = nvml if nvml is not None else module()
-    if nvml is None:
-        return []
-    try:
-        nvml.nvmlInit()
-    except Exception:
-        return []
-    try:
+    with _session(nvml) as opened:
+        if opened is None:
+            return []
         count = _nvml_call(nvml.nvmlDeviceGetCount) or 0
         modes = {}
         for index in range(count):
             handle = _nvml_call(nvml.nvmlDeviceGetHandleByIndex, index)
             mode = None if handle is None else _nvml_call(nvml.nvmlDeviceGetComputeMode, handle)
             modes[index] = COMPUTE_MODES.get(mode, "unknown") if mode is not None else "unknown"
-    finally:
-        _nvml_call(nvml.nvmlShutdown)
     entries = visible_entries(environ.get("CUDA_VISIBLE_DEVICES"))
     n_visible = len(bus_ids) if bus_ids is not None else count if entries is None else len(entries)
     out = []

@@ -155,7 +155,7 @@ def build_cpython(version: str) -> str:
     with tempfile.TemporaryDirectory(dir=CACHE, prefix="build-") as work:
         tarball = Path(work) / "source.tar.xz"
         print(f"Building Python {CPYTHON_SOURCE['version']} from Debian's source archive into {prefix} "
-              "(once per machine, a few minutes on 2 cores)", file=sys.stderr)
+              "(once per machine: about 8 minutes on 2 cores)", file=sys.stderr)
         with urllib.request.urlopen(CPYTHON_SOURCE["url"], timeout=120) as response, tarball.open("wb") as out:
             shutil.copyfileobj(response, out)
         digest = hashlib.sha256(tarball.read_bytes()).hexdigest()
@@ -166,10 +166,15 @@ def build_cpython(version: str) -> str:
         source = Path(work) / f"Python-{CPYTHON_SOURCE['version']}"
         staged = Path(work) / "prefix"  # installed here first, moved into place whole: never a half-built cache
         jobs = str(os.cpu_count() or 1)
-        quiet = {"stdout": subprocess.DEVNULL, "check": True, "cwd": source}
-        subprocess.run(["./configure", f"--prefix={prefix}", "--with-ensurepip=install", "-q"], **quiet)
-        subprocess.run(["make", f"-j{jobs}", "-s"], **quiet)
-        subprocess.run(["make", "-s", "altinstall", f"DESTDIR={staged}"], **quiet)
+        log = Path(work) / "build.log"  # the compiler's warnings: shown only when a step fails
+        for step in (["./configure", f"--prefix={prefix}", "--with-ensurepip=install", "-q"],
+                     ["make", f"-j{jobs}", "-s"], ["make", "-s", "altinstall", f"DESTDIR={staged}"]):
+            with log.open("a") as out:
+                done = subprocess.run(step, stdout=subprocess.DEVNULL, stderr=out, cwd=source)
+            if done.returncode:
+                tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
+                raise SystemExit(f"building Python {CPYTHON_SOURCE['version']} failed at `{' '.join(step)}` "
+                                 f"(exit {done.returncode}); its last lines:\n{tail}")
         shutil.rmtree(prefix, ignore_errors=True)
         shutil.move(str(staged / prefix.relative_to(prefix.anchor)), str(prefix))
     interpreter = prefix / "bin" / f"python{version}"

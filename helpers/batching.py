@@ -660,7 +660,8 @@ def _reorder_reading(drift: float, reorder: float, scale: float) -> str:
 
 
 def equivalence_line(batch: int, micro: int, steps: int, updates: int, weight_drift: float, loss_gap: float,
-                     tolerance: float, reorder_drift: float | None = None, scale: float = 10.0) -> str:
+                     tolerance: float, reorder_drift: float | None = None, scale: float = 10.0,
+                     rounding: str = "float32") -> str:
     """Whether accumulation made the same updates as the large batch, by the rule stated in the sentence.
 
     The rule: the same updates, up to float32 rounding, when the weights' drift (:func:`relative_drift`) and the
@@ -669,6 +670,8 @@ def equivalence_line(batch: int, micro: int, steps: int, updates: int, weight_dr
     batch's images in another order, the same sums added in another order. It is read too, by a second rule
     stated in the sentence: the accumulation's drift is "the size of a reordering" when the printed ratio of the two
     is within `scale` times either way; above that, accumulation rounds in steps a reordering does not make.
+    `rounding` names the arithmetic the tolerance allows for: ``"float32"``, or ``"TF32"`` where a convolution
+    may still run as TF32 (notebook 05 widens its tolerance there).
 
     Example:
         >>> equivalence_line(512, 128, 4, 8, 3.4e-5, 1.1e-7, 2.8e-4)[:60]
@@ -681,6 +684,8 @@ def equivalence_line(batch: int, micro: int, steps: int, updates: int, weight_dr
                         ("reorder_drift", 0.0 if reorder_drift is None else reorder_drift)):
         if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise ValueError(f"{name}={value!r}: use a finite number >= 0.")
+    if rounding not in ("float32", "TF32"):
+        raise ValueError(f"rounding={rounding!r}: use 'float32' or 'TF32'.")
     drift, gap, tol = _printed(weight_drift), _printed(loss_gap), _printed(tolerance)
     head = (f"After {updates} updates of batch {batch}, one as {steps} steps of {micro} with "
             f"gradient_accumulation_steps={steps}, one as single steps: the weights differ by {drift:.1e} of how far "
@@ -689,10 +694,10 @@ def equivalence_line(batch: int, micro: int, steps: int, updates: int, weight_dr
         raise ValueError(f"scale={scale!r}: use a factor above 1, such as 10.")
     scale = "" if reorder_drift is None else " " + _reorder_reading(drift, _printed(reorder_drift), scale)
     if drift <= tol and gap <= tol:
-        return (head + f": both at most the float32 tolerance {tol:.1e}, so accumulation made the same updates as the "
-                "large batch, up to rounding." + scale)
+        return (head + f": both at most the {rounding} tolerance {tol:.1e}, so accumulation made the same updates as "
+                "the large batch, up to rounding." + scale)
     above = " and ".join(n for n, v in (("the weights' drift", drift), ("the loss gap", gap)) if v > tol)
-    return (head + f": {above} above the float32 tolerance {tol:.1e}, so these are not the same updates up to "
+    return (head + f": {above} above the {rounding} tolerance {tol:.1e}, so these are not the same updates up to "
             "rounding. Look for what breaks the equivalence: a layer that reads the batch (BatchNormalization), "
             "random draws (Dropout), micro-batches of unequal size, a loss summed instead of averaged, or kernels "
             "that round more than float32 (TF32 on, a Winograd or FFT convolution on a GPU)." + scale)

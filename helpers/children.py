@@ -13,6 +13,11 @@ child's ``CUDA_VISIBLE_DEVICES`` to this process's entry for that GPU (an index,
 scheduler such as SLURM put in the list) and turns memory growth on, both before the child's
 TensorFlow starts. Without it, a fresh TensorFlow takes nearly all the memory of every GPU it sees.
 
+A GPU in the ``exclusive_process`` compute mode (common on clusters; ``nvmlDeviceGetComputeMode``) admits one
+process at a time: while the kernel holds its CUDA context there, a child cannot create one. :func:`gpu_refusal`
+says so before a child starts (notebooks 05 and 06 then measure on the CPU, and record why), and a child that
+fails that way anyway comes back with :attr:`ChildResult.skipped` set instead of an unexplained error.
+
 Used by notebooks 02 (placement log, logical devices, ``CUDA_VISIBLE_DEVICES``), 03 (asynchronous
 execution), 05, 06 and 09 (peak memory under the BFC allocator).
 """
@@ -33,6 +38,20 @@ from helpers import nvml
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# Compute modes (helpers.nvml.compute_modes) in which a second process cannot create a CUDA context on a GPU the
+# kernel already holds: exclusive_process admits one process, exclusive_thread (deprecated) one thread, prohibited none.
+REFUSING_MODES = ("exclusive_process", "exclusive_thread", "prohibited")
+# Why a child measurement may be missing: one of those modes, or "device_busy" when the child's CUDA refused a
+# context and NVML could not tell the mode.
+SKIP_REASONS = (*REFUSING_MODES, "device_busy")
+# What a child's stderr holds when CUDA refuses it a context on such a GPU. TensorFlow's StreamExecutor reports
+# "failed call to cuDevicePrimaryCtxRetain: " + the CUresult's name and text (GpuDriver::CreateContext in
+# xla/stream_executor/cuda/cuda_driver.cc): CUDA_ERROR_DEVICE_UNAVAILABLE, "CUDA-capable device(s) is/are busy or
+# unavailable" (the CUDA driver API's text for the exclusive-process and prohibited modes); older TensorFlow called
+# cudaFree(nullptr) first and wrote "CUDA runtime implicit initialization on GPU:0 failed. Status: all
+# CUDA-capable devices are busy or unavailable" (BaseGPUDeviceFactory::CreateDevices, gpu_device.cc).
+BUSY_TEXTS = ("CUDA_ERROR_DEVICE_UNAVAILABLE", "CUDA_ERROR_DEVICE_BUSY", "busy or unavailable")
+
 
 @dataclass
 class ChildResult:
@@ -44,6 +63,7 @@ class ChildResult:
     stderr: str = ""
     seconds: float = 0.0
     error: str = ""
+    skipped: str = ""  # why the child could not measure on its GPU (one of SKIP_REASONS), else ""
 
     @property
     def ok(self) -> bool:
@@ -52,6 +72,70 @@ class ChildResult:
     def stderr_lines(self, contains: str) -> list[str]:
         """The child's stderr lines that contain `contains` (e.g. ``'Executing op MatMul'``)."""
         return [line for line in self.stderr.splitlines() if contains in line]
+
+
+def busy_reason(stderr: str, mode: str | None = None) -> str:
+    """Why a child failed, when CUDA refused it a context on its GPU (:data:`BUSY_TEXTS` in `stderr`), else ``""``.
+
+    The reason is the GPU's compute mode when it is one of :data:`REFUSING_MODES`, ``"device_busy"`` when NVML
+    could not tell the mode, and ``""`` on a GPU NVML reports in the ``default`` mode: any number of processes may
+    use that one, so its failure is an error to show, not a reason to skip.
+
+    Example:
+        >>> busy_reason("InternalError: failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_DEVICE_UNAVAILABLE")
+        'device_busy'
+        >>> busy_reason("OOM when allocating tensor", "exclusive_process")
+        ''
+    """
+    if mode == "default" or not any(text in stderr for text in BUSY_TEXTS):
+        return ""
+    return mode if mode in REFUSING_MODES else "device_busy"
+
+
+def context_held() -> bool:
+    """Whether this process's TensorFlow has started its runtime, and so holds a CUDA context on every GPU it sees.
+
+    TensorFlow creates its devices, and a context on each visible GPU, when its eager context initialises
+    (``Context.ensure_initialized`` in tensorflow/python/eager/context.py, which sets ``_initialized``): at the first
+    op or ``list_logical_devices``. False when TensorFlow is not imported.
+
+    Example:
+        >>> isinstance(context_held(), bool)
+        True
+    """
+    eager = sys.modules.get("tensorflow.python.eager.context")
+    if eager is None:
+        return False
+    return bool(getattr(eager.context(), "_initialized", True))
+
+
+def gpu_refusal(gpu: int | None, modes: Sequence[str] | None = None, held: bool | None = None) -> str:
+    """Why a child process cannot use this process's ``GPU:<gpu>`` now: its compute mode, or ``""`` when it can.
+
+    A GPU in one of :data:`REFUSING_MODES` gives a child no context while this process holds one there.
+
+    Args:
+        gpu: the index of the GPU the child would use, or None (a child on the CPU: ``""``).
+        modes: the compute mode of each of this process's GPUs (default: ``helpers.nvml.compute_modes()``).
+        held: whether this process holds a context there (default: :func:`context_held`).
+
+    Example:
+        >>> gpu_refusal(0, ["exclusive_process"], held=True)
+        'exclusive_process'
+        >>> gpu_refusal(0, ["default"], held=True), gpu_refusal(None)
+        ('', '')
+    """
+    if gpu is None:
+        return ""
+    if not isinstance(gpu, int) or isinstance(gpu, bool) or gpu < 0:
+        raise ValueError(f"gpu={gpu!r}: use the index of one of this process's GPUs (0 for GPU:0), or None.")
+    modes = nvml.compute_modes() if modes is None else modes
+    mode = modes[gpu] if gpu < len(modes) else "unknown"
+    if mode not in REFUSING_MODES:
+        return ""
+    if mode == "prohibited":  # no process gets a context, held or not
+        return mode
+    return mode if (context_held() if held is None else held) else ""
 
 
 def child_environ(overrides: Mapping[str, str | None], base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -125,7 +209,8 @@ def run_script(script: str | os.PathLike[str], runs: Mapping[str, Mapping[str, A
 
     Returns:
         ``{label: ChildResult}`` in the order of `runs`. A child that fails or prints no JSON gets
-        an ``error`` (the last line of its stderr); nothing raises, so a notebook can show it.
+        an ``error`` (the last line of its stderr); nothing raises, so a notebook can show it. A child on a
+        GPU that CUDA refused a context (:func:`busy_reason`) also gets ``skipped``: the GPU's compute mode.
 
     Example:
         >>> import pathlib, tempfile
@@ -160,8 +245,15 @@ def run_script(script: str | os.PathLike[str], runs: Mapping[str, Mapping[str, A
         proc = subprocess.Popen([python or sys.executable, str(script), *args], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=child_environ(overrides), cwd=str(ROOT))
         started[label] = (proc, overrides, time.perf_counter())
-    return {label: _collect(label, proc, overrides, start, timeout) for label, (proc, overrides, start)
-            in started.items()}
+    collected = {label: _collect(label, proc, overrides, start, timeout) for label, (proc, overrides, start)
+                 in started.items()}
+    if any(c.error and c.stderr and runs[label].get("gpu") is not None for label, c in collected.items()):
+        modes = nvml.compute_modes()
+        for label, child in collected.items():
+            gpu = runs[label].get("gpu")
+            if child.error and gpu is not None:
+                child.skipped = busy_reason(child.stderr, modes[gpu] if gpu < len(modes) else None)
+    return collected
 
 
 def _collect(label: str, proc: subprocess.Popen, overrides: dict[str, Any], start: float,

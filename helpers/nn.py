@@ -36,7 +36,12 @@ def tf32_off(tf: Any | None = None) -> Iterator[None]:
     """Run the block with TF32 off, then put TensorFlow's TF32 setting back as it was, even after an error.
 
     ``tf.config.experimental.enable_tensor_float_32_execution(False)``: on GPUs of compute capability 8.0
-    and up, float32 matmuls and convolutions then keep full float32 precision (on others it changes nothing).
+    and up, float32 matmuls then keep full float32 precision (on others it changes nothing), even after earlier
+    GPU ops: TensorFlow's cuBLAS calls read the setting at each call (``DoBlasInternalImpl`` in
+    xla/stream_executor/cuda/cuda_blas.cc). A convolution whose cuDNN algorithm was autotuned earlier with TF32
+    allowed may keep it: the autotune cache's key (``ConvParametersProto`` in
+    tensorflow/core/util/autotune_maps/conv_parameters.proto) does not hold the setting. So do cuBLASLt plans, used
+    only with ``TF_USE_CUBLASLT=1`` (``BlasLtMatmulPlanParams`` in tensorflow/core/kernels/matmul_util.h).
 
     Example:
         >>> from helpers import env

@@ -50,7 +50,13 @@ SKIP_REASONS = (*REFUSING_MODES, "device_busy")
 # unavailable" (the CUDA driver API's text for the exclusive-process and prohibited modes); older TensorFlow called
 # cudaFree(nullptr) first and wrote "CUDA runtime implicit initialization on GPU:0 failed. Status: all
 # CUDA-capable devices are busy or unavailable" (BaseGPUDeviceFactory::CreateDevices, gpu_device.cc).
-BUSY_TEXTS = ("CUDA_ERROR_DEVICE_UNAVAILABLE", "CUDA_ERROR_DEVICE_BUSY", "busy or unavailable")
+# CUDA's refusal of a context on an occupied exclusive-process (or prohibited) GPU: CUresult 46,
+# CUDA_ERROR_DEVICE_UNAVAILABLE ("CUDA-capable device(s) is/are busy or unavailable"), which TensorFlow reports as
+# "failed call to cuDevicePrimaryCtxRetain: ..." (xla/stream_executor/cuda/cuda_driver.cc). Drivers before CUDA 12
+# answered CUDA_ERROR_INVALID_DEVICE ("invalid device ordinal") there: that one counts only on a GPU NVML reports
+# in a refusing mode (busy_reason), since it also means a wrong CUDA_VISIBLE_DEVICES.
+BUSY_TEXTS = ("CUDA_ERROR_DEVICE_UNAVAILABLE", "busy or unavailable")
+OLD_DRIVER_BUSY_TEXTS = ("CUDA_ERROR_INVALID_DEVICE",)
 
 
 @dataclass
@@ -87,9 +93,13 @@ def busy_reason(stderr: str, mode: str | None = None) -> str:
         >>> busy_reason("OOM when allocating tensor", "exclusive_process")
         ''
     """
-    if mode == "default" or not any(text in stderr for text in BUSY_TEXTS):
+    if mode == "default":
         return ""
-    return mode if mode in REFUSING_MODES else "device_busy"
+    if any(text in stderr for text in BUSY_TEXTS):
+        return mode if mode in REFUSING_MODES else "device_busy"
+    if mode in REFUSING_MODES and any(text in stderr for text in OLD_DRIVER_BUSY_TEXTS):
+        return mode
+    return ""
 
 
 def context_held() -> bool:
@@ -109,7 +119,8 @@ def context_held() -> bool:
     return bool(getattr(eager.context(), "_initialized", True))
 
 
-def gpu_refusal(gpu: int | None, modes: Sequence[str] | None = None, held: bool | None = None) -> str:
+def gpu_refusal(gpu: int | None, modes: Sequence[str] | None = None, held: bool | None = None,
+                environ: Mapping[str, str] | None = None) -> str:
     """Why a child process cannot use this process's ``GPU:<gpu>`` now: its compute mode, or ``""`` when it can.
 
     A GPU in one of :data:`REFUSING_MODES` gives a child no context while this process holds one there.
@@ -118,6 +129,7 @@ def gpu_refusal(gpu: int | None, modes: Sequence[str] | None = None, held: bool 
         gpu: the index of the GPU the child would use, or None (a child on the CPU: ``""``).
         modes: the compute mode of each of this process's GPUs (default: ``helpers.nvml.compute_modes()``).
         held: whether this process holds a context there (default: :func:`context_held`).
+        environ: the environment, to tell an MPS client (:func:`mps_client`; default: ``os.environ``).
 
     Example:
         >>> gpu_refusal(0, ["exclusive_process"], held=True)
@@ -135,7 +147,27 @@ def gpu_refusal(gpu: int | None, modes: Sequence[str] | None = None, held: bool 
         return ""
     if mode == "prohibited":  # no process gets a context, held or not
         return mode
+    if mps_client(environ):  # under MPS, clients share an exclusive-process GPU through its server
+        return ""
     return mode if (context_held() if held is None else held) else ""
+
+
+def mps_client(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether CUDA's processes here are MPS clients (NVIDIA's Multi-Process Service, often run on clusters).
+
+    NVIDIA's MPS documentation recommends the EXCLUSIVE_PROCESS compute mode with MPS: the MPS server holds the
+    one context and every client process shares the GPU through it, so an exclusive GPU refuses no child then.
+    A client finds its server through ``CUDA_MPS_PIPE_DIRECTORY`` (default ``/tmp/nvidia-mps``, where the
+    server's ``control`` pipe lives).
+
+    Example:
+        >>> mps_client({"CUDA_MPS_PIPE_DIRECTORY": "/nonexistent-mps-dir"}), mps_client({})
+        (True, False)
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get("CUDA_MPS_PIPE_DIRECTORY"):
+        return True
+    return os.path.exists("/tmp/nvidia-mps/control")
 
 
 def child_environ(overrides: Mapping[str, str | None], base: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -268,23 +268,25 @@ def fp32_flops_per_cycle(cpuinfo: str | None = None, machine: str | None = None)
 
 
 _CLOCK_C = r"""
-/* A loop of dependent integer additions: each waits for the one before, so one runs per cycle. */
+/* A loop of dependent integer additions: each waits for the one before, so one runs per cycle. The added value
+   comes from a register, not an immediate: Intel's Golden Cove and later cores (Sapphire and Emerald Rapids Xeons)
+   fold small immediate additions at register renaming, and a chain of "add $1" then runs several per cycle. */
 #include <stdio.h>
 #include <time.h>
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
 #if defined(__x86_64__)
-#define ADD4 "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+#define ADD4 "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
 #elif defined(__aarch64__)
-#define ADD4 "add %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\tadd %0, %0, #1\n\t"
+#define ADD4 "add %0, %0, %1\n\tadd %0, %0, %1\n\tadd %0, %0, %1\n\tadd %0, %0, %1\n\t"
 #else
 #error "no dependent-add loop for this architecture"
 #endif
 int main(void) {
-    long x = 0, n = 4000000;
+    long x = 0, one = 1, n = 4000000;
     double best = 0;
     for (int r = 0; r < 25; r++) {
         double t0 = now();
-        for (long i = 0; i < n; i++) __asm__ volatile(ADD4 ADD4 : "+r"(x));
+        for (long i = 0; i < n; i++) __asm__ volatile(ADD4 ADD4 : "+r"(x) : "r"(one));
         double hz = 8.0 * n / (now() - t0);
         if (hz > best) best = hz;
     }

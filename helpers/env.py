@@ -158,21 +158,25 @@ def bus_ids(tf: Any | None = None) -> list[str | None] | None:
 
 
 # XLA's GPU back end compiles through LLVM's NVPTX target to PTX of the CUDA version TensorFlow was built with.
-# TensorFlow's pip builds (CUDA 12.5.1, PTX ISA 8.5, up to 2.20) cannot target compute capability 12.x
-# (Blackwell RTX: RTX PRO 6000, RTX 50xx): XLA stops with "LLVM ERROR: PTX version 8.5 does not support target
-# 'sm_120'" (tensorflow/tensorflow#111958, also #99592 and #103531). CUDA 12.8 (PTX ISA 8.7) is the first toolkit
-# whose PTX targets sm_120 (NVIDIA's PTX ISA release notes).
-XLA_SM120_FIRST_CUDA = (12, 8)
+# TensorFlow's pip builds (CUDA 12.5.1, PTX ISA 8.5, up to 2.20) cannot target Blackwell (compute capability 10.x,
+# 12.x): XLA stops with "LLVM ERROR: PTX version 8.5 does not support target 'sm_120'" (tensorflow/tensorflow#111958,
+# also #99592 and #103531). PTX ISA 8.6 adds sm_100 and 8.7 sm_120; CUDA 12.8 is the first public toolkit with both
+# (NVIDIA's PTX ISA release notes).
+XLA_BLACKWELL_FIRST_CUDA = (12, 8)  # CUDA 12.8 is the first to compile for sm_100 and sm_120 (PTX ISA 8.6 / 8.7)
 
 
 def xla_compile_problem(compute_capability: tuple[int, int] | None,
                         build: dict[str, Any] | None = None) -> str | None:
     """Why XLA cannot compile for this GPU with this TensorFlow build, in one sentence; None when it can.
 
-    The rule: compute capability 12.x with a build whose CUDA is older than 12.8 (every TensorFlow pip build
-    up to 2.20) cannot compile; ``jit_compile=True`` then stops with "LLVM ERROR: PTX version 8.5 does not
-    support target 'sm_120'" (tensorflow/tensorflow#111958). Without XLA, TensorFlow runs its own kernels
-    on such a card.
+    The rule: compute capability 10.0 or later (Blackwell: B200 10.0, RTX PRO 6000 12.0, and any newer card) with
+    a build whose CUDA is older than 12.8 (every TensorFlow pip build up to 2.20, built with CUDA 12.5) cannot
+    compile. XLA caps the PTX version at the older of the build's CUDA and the ptxas it finds
+    (``NVPTXGetTargetMachine`` in xla/service/gpu/llvm_gpu_backend/nvptx_backend.cc); PTX 8.5 knows no sm_100 or
+    sm_120, so LLVM stops the process with "LLVM ERROR: PTX version 8.5 does not support target 'sm_120'"
+    (reported for 12.0: tensorflow/tensorflow#111958, also #99592, #103531; 10.0 follows from the same code, with
+    no report found). A fatal LLVM error ends the process, so this is decided before compiling. Without XLA,
+    TensorFlow runs its own kernels on such a card.
 
     Example:
         >>> xla_compile_problem((12, 0), {"cuda_version": "12.5.1"}).startswith("XLA cannot compile")
@@ -180,7 +184,7 @@ def xla_compile_problem(compute_capability: tuple[int, int] | None,
         >>> xla_compile_problem((7, 5), {"cuda_version": "12.5.1"}) is None
         True
     """
-    if compute_capability is None or tuple(compute_capability)[0] < 12:
+    if compute_capability is None or tuple(compute_capability)[0] < 10:
         return None
     cc = f"{compute_capability[0]}.{compute_capability[1]}"
     version = str((build or {}).get("cuda_version") or "")
@@ -188,12 +192,14 @@ def xla_compile_problem(compute_capability: tuple[int, int] | None,
         built = tuple(int(x) for x in version.split(".")[:2])
     except ValueError:
         built = ()
-    if len(built) == 2 and built >= XLA_SM120_FIRST_CUDA:
+    if len(built) == 2 and built >= XLA_BLACKWELL_FIRST_CUDA:
         return None
+    target = f"sm_{compute_capability[0]}{compute_capability[1]}"
+    reported = ("tensorflow/tensorflow#111958" if compute_capability[0] == 12 else
+                "the same limit as tensorflow/tensorflow#111958 for compute capability 12.0")
     return (f"XLA cannot compile for compute capability {cc} with this TensorFlow (built with CUDA "
-            f"{version or 'unknown'}): XLA stops with \"LLVM ERROR: PTX version 8.5 does not support target "
-            f"'sm_{compute_capability[0]}{compute_capability[1]}'\" (tensorflow/tensorflow#111958); keep "
-            "jit_compile=False, or on Colab ask for an A100 or L4 runtime.")
+            f"{version or 'unknown'}, older than 12.8): LLVM stops with \"PTX version ... does not support target "
+            f"'{target}'\" ({reported}); keep jit_compile=False, or on Colab ask for an A100 or L4 runtime.")
 
 
 def tf32_state(tf: Any | None = None, gpu_list: list[GpuInfo] | None = None) -> str:

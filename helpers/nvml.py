@@ -388,12 +388,15 @@ def _by_bus_id(tf_index: int, bus_id: str, nvml: Any | None) -> Located | None:
 def _bare_index(entry: int, entries: list[str], environ: dict[str, str] | Any, nvml: Any | None) -> Located:
     """A bare index of ``CUDA_VISIBLE_DEVICES``, unless something says it is not NVML's number of the card."""
     slurm = visible_entries(environ.get("SLURM_STEP_GPUS") or environ.get("SLURM_JOB_GPUS"))
-    if slurm and all(e.isdigit() for e in slurm) and slurm != entries:
+    nvml = nvml if nvml is not None else module()
+    table = None if nvml is None else _uuid_table(nvml)
+    # Where the job's device cgroup hides the node's other GPUs, NVML numbers only the job's, from 0, and a
+    # job-relative index is NVML's own: that holds when NVML counts exactly as many GPUs as the job has.
+    hidden = table is not None and len(table) == len(slurm or [])
+    if slurm and all(e.isdigit() for e in slurm) and slurm != entries and not hidden:
         return Located(None, f"CUDA_VISIBLE_DEVICES={','.join(entries)!r} holds indices relative to this SLURM job "
                              f"(its GPUs are {','.join(slurm)} of the node), so NVML's GPU {entry} may be another "
                              "job's card; without TensorFlow's PCI bus id no NVML reading is shown.")
-    nvml = nvml if nvml is not None else module()
-    table = None if nvml is None else _uuid_table(nvml)
     if table is not None and len(table) and entry >= len(table):
         return Located(None, f"CUDA_VISIBLE_DEVICES entry {entry} is beyond the {len(table)} GPU(s) NVML reads.")
     return Located(entry)
@@ -414,10 +417,12 @@ def locate(tf_index: int, environ: dict[str, str] | None = None, nvml: Any | Non
     The PCI bus id decides first: ``bus_id`` (TensorFlow's, from its device description; by default
     :func:`tensorflow_bus_ids` once TensorFlow runs) is matched to ``nvmlDeviceGetPciInfo(...).busId``,
     whatever ``CUDA_VISIBLE_DEVICES`` says. That matters under SLURM with cgroup ``ConstrainDevices``:
-    the variable holds job-relative indices (``0,1``) while NVML lists every GPU of the node, so a bare
-    index would read another job's card. Without a bus id a bare index is used only when nothing says
-    it is relative: it gives None when it is beyond NVML's count, or when SLURM's absolute list
-    (``SLURM_STEP_GPUS``/``SLURM_JOB_GPUS``) names other GPUs than ``CUDA_VISIBLE_DEVICES``.
+    the variable holds job-relative indices (``0,1``); where NVML still lists every GPU of the node, a
+    bare index would read another job's card (where the cgroup hides the other cards from NVML too, it
+    numbers only the job's, and the bare index is right). Without a bus id a bare index is used only when
+    nothing says it is relative: it gives None when it is beyond NVML's count, or when SLURM's absolute
+    list (``SLURM_STEP_GPUS``/``SLURM_JOB_GPUS``) names other GPUs than ``CUDA_VISIBLE_DEVICES`` while
+    NVML counts more GPUs than the job has.
 
     A MIG slice gives ``index=None``: NVML reads no utilisation on a MIG-enabled GPU (documented
     under ``nvmlDeviceGetUtilizationRates``), and the card's memory is not the slice's, so no

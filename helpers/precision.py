@@ -390,6 +390,11 @@ BF16_NATIVE_CC = (8, 0)  # from compute capability 8.0 (Ampere) TensorFlow's GPU
 CUDNN_WORKSPACE_DEFAULT_MB = 4096  # TF_CUDNN_WORKSPACE_LIMIT_IN_MB unset: 1 << 32 bytes (see peak_share_limit)
 
 
+# Below compute capability 8.0 a bfloat16 step keeps float32 copies of a convolution's tensors beside its
+# bfloat16 ones (peak_share_limit): its peak may pass float32's. A rule of thumb, with a quarter of margin.
+BF16_THROUGH_FLOAT32_SHARE = 1.25
+
+
 def peak_share_limit(policy: str, device_type: str, compute_capability: tuple[int, int] | None = None,
                      float32_peak: float | None = None, workspace_mb: float | None = None) -> tuple[float, str]:
     """The largest share of float32's peak bytes that `policy`'s peak of one step may take, and why.
@@ -403,7 +408,10 @@ def peak_share_limit(policy: str, device_type: str, compute_capability: tuple[in
       (true before Ampere), allocates float32 copies of the input, the filter and the output with
       ``allocate_temp`` and runs the float32 convolution; the backward convolutions
       (conv_grad_filter_ops / conv_grad_input_ops) do the same. Those copies come from the same
-      allocator, so no saving is expected: the limit is float32's whole peak (share 1.0).
+      allocator, so no saving is expected. They sit beside the bfloat16 tensors that stay alive (the
+      activations, Keras' bfloat16 casts of the weights), so the peak can even pass float32's: the limit,
+      a rule of thumb and not a bound, is float32's whole peak and a quarter more
+      (:data:`BF16_THROUGH_FLOAT32_SHARE`, 1.25).
     * **cuDNN's workspace**: a GPU convolution takes scratch space from TensorFlow's allocator too, up
       to ``TF_CUDNN_WORKSPACE_LIMIT_IN_MB`` (read by ``GetDnnWorkspaceLimit`` in
       tensorflow/core/kernels/conv_ops_impl.h and the conv_grad files, default ``1LL << 32`` bytes:
@@ -417,7 +425,7 @@ def peak_share_limit(policy: str, device_type: str, compute_capability: tuple[in
         >>> peak_share_limit("mixed_float16", "CPU")[0]
         0.6
         >>> peak_share_limit("mixed_bfloat16", "GPU", (7, 5), float32_peak=2**30, workspace_mb=64)[0]
-        1.0625
+        1.3125
     """
     if policy not in PEAK_SHARE:
         raise ValueError(f"policy={policy!r}: use one of {sorted(PEAK_SHARE)}.")
@@ -438,8 +446,10 @@ def peak_share_limit(policy: str, device_type: str, compute_capability: tuple[in
     cc = tuple(compute_capability) if compute_capability else None
     if policy == "mixed_bfloat16" and (cc is None or cc < BF16_NATIVE_CC):
         known = "compute capability unknown" if cc is None else f"compute capability {cc[0]}.{cc[1]}"
-        return 1.0 + extra, (f"{known}, below 8.0: TensorFlow computes bfloat16 convolutions in float32, "
-                             f"through float32 copies, so no saving is expected; {why}")
+        return BF16_THROUGH_FLOAT32_SHARE + extra, (
+            f"{known}, below 8.0: TensorFlow computes bfloat16 convolutions in float32, through float32 copies "
+            f"beside the bfloat16 tensors, so no saving is expected (a rule of thumb: float32's peak and a quarter "
+            f"more); {why}")
     return PEAK_SHARE[policy] + extra, f"{PEAK_SHARE[policy]:.0%} as on a CPU, {why}"
 
 

@@ -171,7 +171,8 @@ def compute_mode_check(modes: list[str]) -> Check | None:
     """The row for GPUs in an exclusive or prohibited compute mode (``nvmlDeviceGetComputeMode``); None otherwise.
 
     Under ``exclusive_process`` only one process holds a CUDA context on the GPU: while the notebook's kernel
-    holds one, every child process the course starts to measure on that GPU (notebooks 05 and 06) fails.
+    holds one, every child process the course starts on that GPU fails (02, 03, 05, 06, 07, 09 and 08's
+    workers start some); 05 and 06 fall back to the CPU (``helpers.children.gpu_refusal``), the others stop.
 
     Example:
         >>> compute_mode_check(["default"]) is None
@@ -184,9 +185,11 @@ def compute_mode_check(modes: list[str]) -> Check | None:
         return None
     detail = ", ".join(f"GPU {i}: {m}" for i, m in odd)
     return Check("GPU compute mode", False, False, detail,
-                 "Only one process may use such a GPU at a time, so the measurements notebooks 05 and 06 run in "
-                 "child processes fail while this kernel holds the GPU; ask the administrator for the Default "
-                 "compute mode (`nvidia-smi -c DEFAULT`), or run those notebooks on another GPU.")
+                 "Only one process may use such a GPU at a time (unless it is shared through NVIDIA's MPS), so "
+                 "a child process a notebook starts on it while the kernel holds it gets no GPU: 05 and 06 then "
+                 "measure memory on the CPU and say so; the children of 02, 03, 07 and 09 and 08's workers stop "
+                 "with CUDA's error. Ask the administrator for the Default compute mode (`nvidia-smi -c DEFAULT`), "
+                 "or run the course on another GPU.")
 
 
 def is_ready(rows: list[Check]) -> bool:

@@ -122,6 +122,8 @@ def should_drop(line: str, environ: dict[str, str] | None = None, previous: bool
         return bool(previous)
     if match["level"] == "I":
         return True
+    if match["level"] == "F":  # a fatal line ends the process: whatever it says, the learner must see it
+        return False
     message = match["msg"]
     if any(pattern.search(message) for pattern, _ in BENIGN):
         return True

@@ -66,3 +66,20 @@ def test_other_failures_are_not_skips(tmp_path, monkeypatch):
     script.write_text("import sys\nsys.stderr.write('ResourceExhaustedError: OOM when allocating tensor\\n')\n"
                       "sys.exit(1)\n")
     assert children.run_script(script, {"m": {"gpu": 0}})["m"].skipped == ""
+
+
+def test_an_mps_client_shares_an_exclusive_gpu_and_is_not_refused(monkeypatch):
+    mps = {"CUDA_MPS_PIPE_DIRECTORY": "/var/run/nvidia-mps"}
+    assert children.gpu_refusal(0, ["exclusive_process"], held=True, environ=mps) == ""
+    monkeypatch.setattr(children.os.path, "exists", lambda path: path == "/tmp/nvidia-mps/control")
+    assert children.gpu_refusal(0, ["exclusive_process"], held=True, environ={}) == ""  # the default pipe
+    monkeypatch.setattr(children.os.path, "exists", lambda path: False)
+    assert children.gpu_refusal(0, ["exclusive_process"], held=True, environ={}) == "exclusive_process"
+    assert children.gpu_refusal(0, ["prohibited"], held=True, environ=mps) == "prohibited"  # MPS or not: no context
+
+
+def test_an_old_drivers_invalid_device_counts_only_on_a_refusing_gpu():
+    stderr = "failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_INVALID_DEVICE: invalid device ordinal"
+    assert children.busy_reason(stderr, "exclusive_process") == "exclusive_process"
+    assert children.busy_reason(stderr, "unknown") == ""  # a wrong CUDA_VISIBLE_DEVICES says the same
+    assert children.busy_reason(stderr, "default") == ""

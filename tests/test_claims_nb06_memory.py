@@ -58,8 +58,8 @@ def test_the_page_and_the_claim_use_one_rule():
 
 @pytest.mark.parametrize("policy, device, cc, limit", [
     ("mixed_float16", "CPU", None, 0.60), ("mixed_bfloat16", "CPU", None, 0.75),
-    ("mixed_float16", "GPU", (7, 5), 0.60 + 0.0625), ("mixed_bfloat16", "GPU", (7, 5), 1.0 + 0.0625),
-    ("mixed_bfloat16", "GPU", (6, 0), 1.0625), ("mixed_bfloat16", "GPU", None, 1.0625),
+    ("mixed_float16", "GPU", (7, 5), 0.60 + 0.0625), ("mixed_bfloat16", "GPU", (7, 5), 1.25 + 0.0625),
+    ("mixed_bfloat16", "GPU", (6, 0), 1.3125), ("mixed_bfloat16", "GPU", None, 1.3125),
     ("mixed_bfloat16", "GPU", (8, 0), 0.75 + 0.0625), ("mixed_bfloat16", "GPU", (9, 0), 0.8125)])
 def test_peak_share_limit_by_device_and_compute_capability(policy, device, cc, limit):
     got, why = precision.peak_share_limit(policy, device, cc, float32_peak=2**30, workspace_mb=64)

@@ -119,13 +119,15 @@ def test_gpu_count_falls_back_to_nvidia_smi_lines():
 
 # --------------------------------------------------------------------------- B: compute capability 12.x and XLA
 @pytest.mark.parametrize("cc, cuda, cannot", [
-    ((12, 0), "12.5.1", True), ((12, 1), None, True), ((12, 0), "12.8", False), ((10, 0), "12.5.1", False),
-    ((9, 0), "12.5.1", False), ((7, 5), "12.5.1", False), (None, "12.5.1", False)])
+    ((12, 0), "12.5.1", True), ((12, 1), None, True), ((12, 0), "12.8", False), ((10, 0), "12.5.1", True),
+    ((10, 0), "12.8.0", False), ((11, 0), "12.6", True), ((9, 0), "12.5.1", False), ((7, 5), "12.5.1", False),
+    (None, "12.5.1", False)])
 def test_xla_rule_follows_compute_capability_and_the_builds_cuda(cc, cuda, cannot):
+    """A B200 (10.0) is refused like a 12.0 card: PTX 8.5 knows neither sm_100 nor sm_120 (nvptx_backend.cc)."""
     problem = env.xla_compile_problem(cc, {"cuda_version": cuda})
     assert (problem is not None) == cannot
     if cannot:
-        assert "sm_120" in problem or "sm_121" in problem
+        assert f"target 'sm_{cc[0]}{cc[1]}'" in problem and "#111958" in problem
 
 
 def test_readiness_says_what_12x_means_for_tensorflow():
@@ -136,3 +138,11 @@ def test_readiness_says_what_12x_means_for_tensorflow():
     assert "A100 or L4" in rows["XLA on GPU 0"].advice
     t4 = {c.name for c in readiness.checks(env.report(tf=fakes.FakeTF(n_gpus=1), nvml=fakes.FakeNVML()))}
     assert "XLA on GPU 0" not in t4
+
+
+def test_where_the_cgroup_hides_the_nodes_other_gpus_nvmls_own_numbering_is_the_jobs():
+    """ConstrainDevices may hide the other cards from NVML too: it then counts only the job's two, from 0."""
+    job_only = fakes.FakeNVML(gpus=[dict(name="NVIDIA A100-SXM4-80GB", util=0, used=0, total=2000 + i, power_mw=0,
+                                         temp=0, bus=f"00000000:{bus:02X}:00.0") for i, bus in enumerate((0x88, 0x89))])
+    assert [nvml.locate(i, SLURM_JOB, job_only).index for i in (0, 1)] == [0, 1]
+    assert nvml.locate(0, SLURM_JOB, _node()).index is None  # the whole node's eight: still refused

@@ -348,7 +348,7 @@ def test_the_fixed_part_cell_quotes_the_buffer_it_computes(peak, before):
     text, _ = run_cell("state_bytes = 3 * 4", {
         "model": SimpleNamespace(count_params=lambda: 12810), "sweep": SimpleNamespace(
             answer={"in_use_before": {"32": before}}), "sizes": [32, 64, 128],
-        "peaks": {32: peak, 64: peak, 128: peak + 1}, "hw": SimpleNamespace(gpu_count=0)})
+        "peaks": {32: peak, 64: peak, 128: peak + 1}, "hw": SimpleNamespace(gpu_count=0), "on_gpu": False})
     assert "3 x 4 B x 12,810 = 150 KiB" in text and " MB" not in text and " kB" not in text
     assert "an im2col buffer of 304 images, 21,187,584 bytes" in text
 

@@ -186,3 +186,11 @@ def test_emit_records_handled_lines_by_kind(monkeypatch):
         os.close(read_fd)
     assert tflog.handled() == {"cupti_privileges": [CUPTI_PRIVILEGES[0], CUPTI_PRIVILEGES[1]]}
     assert shown == UNKNOWN_ERROR + "\n"
+
+
+def test_a_fatal_line_is_kept_even_when_its_words_are_benign():
+    fatal = ("F0000 00:00:1795491101.622107    6296 gpu_timer.cc:147] Delay kernel timed out: measured time has "
+             "sub-optimal accuracy")
+    warning = fatal.replace("F0000", "W0000", 1)
+    assert tflog.should_drop(warning) is True
+    assert tflog.should_drop(fatal) is False

@@ -72,12 +72,20 @@ def test_the_fake_colab_kernel_is_colabs_a_subclass_of_ipykernels_shell(tmp_path
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path))
-    for name in [m for m in sys.modules if m == "google.colab" or m.startswith("google.colab.")]:
+    colab = [m for m in sys.modules if m == "google.colab" or m.startswith("google.colab.")]
+    for name in colab:
         monkeypatch.delitem(sys.modules, name)
-    shell = importlib.import_module("google.colab._shell")
-    kernel = importlib.import_module("google.colab._kernel")
-    assert issubclass(shell.Shell, zmqshell.ZMQInteractiveShell) and shell.Shell is not zmqshell.ZMQInteractiveShell
-    assert kernel.Kernel.shell_class.default_value is shell.Shell
+    try:
+        shell = importlib.import_module("google.colab._shell")
+        kernel = importlib.import_module("google.colab._kernel")
+        assert issubclass(shell.Shell, zmqshell.ZMQInteractiveShell)
+        assert shell.Shell is not zmqshell.ZMQInteractiveShell
+        assert kernel.Kernel.shell_class.default_value is shell.Shell
+    finally:  # "google.colab" in sys.modules is how the course tells Colab: leave none behind for later tests
+        for name in [m for m in sys.modules if (m == "google.colab" or m.startswith("google.colab.")) and
+                     m not in colab]:
+            del sys.modules[name]
+    assert "google.colab" not in sys.modules or "google.colab" in colab
     assert "launch_new_instance(kernel_class=_kernel.Kernel)" in colab_env.FAKE_COLAB["colab_kernel_launcher.py"]
 
 

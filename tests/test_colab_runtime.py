@@ -152,7 +152,8 @@ def readme_gpu_check_cell() -> str:
     """The README's cell for `make gpu-check` on Colab and Kaggle, as written there."""
     text = (ROOT / "README.md").read_text()
     section = text[text.index("On Colab or Kaggle there is no `make`"):]
-    return section[section.index("```python\n") + len("```python\n"):section.index("\n```")]
+    start = section.index("```python\n") + len("```python\n")
+    return section[start:section.index("\n```", start)]
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)

@@ -48,7 +48,9 @@ def test_timer_waits_for_async_work_and_naive_timer_does_not():
     out = subprocess.run([sys.executable, "-c", ASYNC_EXPERIMENT], capture_output=True, text=True, check=True)
     t = json.loads(out.stdout.strip().splitlines()[-1])
     ratio = t["helper"] / t["reference"]
-    assert 0.8 <= ratio <= 1.25, f"helper vs synchronised reference: {ratio:.2f}x ({t})"
+    # Quiet runs read 0.88-1.03 (8 runs, a 2-core Xeon, 2026-11-27), one under load 0.75; a timer that did not wait
+    # reads about 0.003 (the naive one), so 0.6 still tells the two apart by two orders of magnitude.
+    assert 0.6 <= ratio <= 1.25, f"helper vs synchronised reference: {ratio:.2f}x ({t})"
     assert t["reference"] / t["naive"] >= 10, f"naive timer only {t['reference'] / t['naive']:.1f}x off ({t})"
 
 
@@ -192,10 +194,15 @@ def test_small_tensorflow_ops_get_several_calls_per_wait_and_long_ones_one():
 
     tf = env.tensorflow()
     a = tf.ones((4, 4))
-    small = bench.benchmark(tf.add, a, a, warmup=2, repeats=3)
-    slow = bench.benchmark(time.sleep, 0.02, warmup=1, repeats=2)
-    assert small.calls_per_sync > 1, small
-    assert slow.calls_per_sync == 1 and slow.median >= 0.02, slow
+
+    def gpu_like_wait():  # a wait that costs 1 ms, as a GPU's can: on a CPU the real one costs almost nothing, so
+        bench.synchronize()  # whether a loaded 2-core CPU's 0.1 ms tf.add gets several calls would be luck
+        time.sleep(1e-3)
+
+    small = bench.benchmark(tf.add, a, a, warmup=2, repeats=3, sync=gpu_like_wait)
+    slow = bench.benchmark(time.sleep, 0.05, warmup=1, repeats=2, sync=gpu_like_wait)
+    assert small.calls_per_sync > 1, small  # an eager tf.add takes well under 20 ms, the rule's limit for 1 ms
+    assert slow.calls_per_sync == 1 and slow.median >= 0.05, slow  # 50 ms: a 1 ms wait is 2 % of one call
 
 
 def test_the_result_window_spans_the_timed_repeats_only():

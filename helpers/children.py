@@ -46,15 +46,12 @@ REFUSING_MODES = ("exclusive_process", "exclusive_thread", "prohibited")
 SKIP_REASONS = (*REFUSING_MODES, "device_busy")
 # What a child's stderr holds when CUDA refuses it a context on such a GPU. TensorFlow's StreamExecutor reports
 # "failed call to cuDevicePrimaryCtxRetain: " + the CUresult's name and text (GpuDriver::CreateContext in
-# xla/stream_executor/cuda/cuda_driver.cc): CUDA_ERROR_DEVICE_UNAVAILABLE, "CUDA-capable device(s) is/are busy or
-# unavailable" (the CUDA driver API's text for the exclusive-process and prohibited modes); older TensorFlow called
-# cudaFree(nullptr) first and wrote "CUDA runtime implicit initialization on GPU:0 failed. Status: all
-# CUDA-capable devices are busy or unavailable" (BaseGPUDeviceFactory::CreateDevices, gpu_device.cc).
-# CUDA's refusal of a context on an occupied exclusive-process (or prohibited) GPU: CUresult 46,
-# CUDA_ERROR_DEVICE_UNAVAILABLE ("CUDA-capable device(s) is/are busy or unavailable"), which TensorFlow reports as
-# "failed call to cuDevicePrimaryCtxRetain: ..." (xla/stream_executor/cuda/cuda_driver.cc). Drivers before CUDA 12
-# answered CUDA_ERROR_INVALID_DEVICE ("invalid device ordinal") there: that one counts only on a GPU NVML reports
-# in a refusing mode (busy_reason), since it also means a wrong CUDA_VISIBLE_DEVICES.
+# xla/stream_executor/cuda/cuda_driver.cc): CUresult 46, CUDA_ERROR_DEVICE_UNAVAILABLE, "CUDA-capable device(s)
+# is/are busy or unavailable" (the CUDA driver API's text for the exclusive-process and prohibited modes); older
+# TensorFlow called cudaFree(nullptr) first and wrote "CUDA runtime implicit initialization on GPU:0 failed. Status:
+# all CUDA-capable devices are busy or unavailable" (BaseGPUDeviceFactory::CreateDevices, gpu_device.cc). Drivers
+# before CUDA 12 answered CUDA_ERROR_INVALID_DEVICE ("invalid device ordinal") there: that one counts only on a GPU
+# NVML reports in a refusing mode (busy_reason), since it also means a wrong CUDA_VISIBLE_DEVICES.
 BUSY_TEXTS = ("CUDA_ERROR_DEVICE_UNAVAILABLE", "busy or unavailable")
 OLD_DRIVER_BUSY_TEXTS = ("CUDA_ERROR_INVALID_DEVICE",)
 

@@ -233,8 +233,8 @@ def worker_devices(gpu_count: int, n_workers: int, parent: str | None | Ellipsis
                 "TensorFlow's all-reduce over gRPC (what machines without a fast GPU interconnect use too).")
     chosen = [gpus[i % len(gpus)] for i in range(n_workers)]
     listed = ", ".join(chosen)
+    envs = [{"CUDA_VISIBLE_DEVICES": gpu, "TF_FORCE_GPU_ALLOW_GROWTH": "true"} for gpu in chosen]
     if len(gpus) >= n_workers:
-        envs = [{"CUDA_VISIBLE_DEVICES": gpu, "TF_FORCE_GPU_ALLOW_GROWTH": "true"} for gpu in chosen]
         if chosen[0].startswith("MIG-"):
             return (envs, "RING",
                     f"Each of the {n_workers} workers gets its own MIG device (CUDA_VISIBLE_DEVICES={listed}, one "
@@ -244,7 +244,6 @@ def worker_devices(gpu_count: int, n_workers: int, parent: str | None | Ellipsis
                 f"Each of the {n_workers} workers gets its own GPU (CUDA_VISIBLE_DEVICES={listed}, one entry per worker"
                 f"{source}), each taking only the memory it needs (memory growth: worker 0's GPU is this kernel's "
                 "too), and the workers add up their gradients with NCCL, as on a GPU cluster.")
-    envs = [{"CUDA_VISIBLE_DEVICES": gpu, "TF_FORCE_GPU_ALLOW_GROWTH": "true"} for gpu in chosen]
     shared = (f"one GPU (CUDA_VISIBLE_DEVICES={gpus[0]} for each{source})" if len(gpus) == 1 else
               f"{len(gpus)} GPUs, taking them in turn (CUDA_VISIBLE_DEVICES={listed}{source})")
     return (envs, "RING",

@@ -105,12 +105,6 @@ def bare_clone(tmp_path_factory):
     return target
 
 
-def stderr_outputs(notebook) -> list[str]:
-    """The stderr text of every code cell's outputs (what the page shows in red)."""
-    return ["".join(o.get("text", "")) for cell in notebook.cells if cell.cell_type == "code"
-            for o in cell.get("outputs", []) if o.get("output_type") == "stream" and o.get("name") == "stderr"]
-
-
 @pytest.mark.parametrize("runtime", RUNTIMES)
 @pytest.mark.parametrize("name", nbrun.present())
 def test_notebook_fetches_the_course_and_runs_alone(name, runtime, tmp_path, bare_clone, monkeypatch):
@@ -139,8 +133,8 @@ def test_notebook_fetches_the_course_and_runs_alone(name, runtime, tmp_path, bar
     assert (course / "helpers" / "__init__.py").exists(), f"the first cell did not fetch the course on {runtime}"
     results = json.loads(results_path.read_text())
     executed = nbformat.read(tmp_path / name, as_version=4)
-    red = [text for text in stderr_outputs(executed) if text.strip()]
-    assert not red, f"{name} on {runtime}: the page shows stderr in red: {red[:3]}"
+    red = nbrun.stderr_text(executed).strip()  # what the page shows in red
+    assert not red, f"{name} on {runtime}: the page shows stderr in red: {red[:600]}"
     run = nbrun.Run(results, executed, 0.0, tmp_path)
     # Some claims ask the helpers (for example whether a worker still runs): use the copy the notebook fetched.
     monkeypatch.syspath_prepend(str(course))
